@@ -1,2 +1,18 @@
+export { createMcpHandler } from './handler.js';
+export type { McpHandler } from './handler.js';
+export type { McpHandlerOptions, ServerFactoryContext, ConnectableServer } from './options.js';
 export { closeSSEStream, closeStandaloneSSEStream } from './streams/close.js';
 export type { SSEStreamControls } from './streams/close.js';
+export { MemoryEventStore } from './events/memory.js';
+export type { MemoryEventStoreOptions } from './events/memory.js';
+export type { EventStore, StreamKey, ReplayResult } from './events/store.js';
+export { parseEventId, eventId, randomId } from './events/ids.js';
+export { handleNodeRequest, nodeResponder } from './bridges/node.js';
+export type { NodeRequestOptions } from './bridges/node.js';
+export type { CoreRequest, CoreResponder, SseSink, BodyText, OutHeaders } from './http/port.js';
+export { checkAccept, checkContentType, checkHostAndOrigin, checkMethod, checkProtocolVersion } from './http/rules.js';
+export type { HostCheck, HeaderMap } from './http/rules.js';
+export { parseMessages } from './http/messages.js';
+export { ErrorCode } from './http/errors.js';
+export type { Verdict, Rejection } from './http/errors.js';
+export { primingEvent, messageEvent, retryField } from './streams/frames.js';

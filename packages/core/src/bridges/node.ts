@@ -1,0 +1,103 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { McpHandler } from '../handler.js';
+import type { BodyText, CoreResponder, SseSink } from '../http/port.js';
+
+/** What an adapter on `node:http` (Express, Koa, plain http) knows beyond `req`/`res`. */
+export interface NodeRequestOptions {
+  /** The body a framework's parser already produced; see `hasParsedBody`. */
+  parsedBody?: unknown;
+  /** True when `parsedBody` is the request's body (the stream has been consumed). */
+  hasParsedBody?: boolean;
+  /** Identity to pass to tool handlers as `extra.authInfo`. */
+  authInfo?: AuthInfo | undefined;
+  /** The request's full URL, if the framework knows it better than `req.url`. */
+  url?: URL | undefined;
+}
+
+/**
+ * Serves one `node:http` request with the MCP handler. Writes SSE straight to `res` (no
+ * buffering), honours backpressure through `maxBufferedBytes`, and notices the client leaving.
+ */
+export function handleNodeRequest(handler: McpHandler, req: IncomingMessage, res: ServerResponse, options: NodeRequestOptions = {}): Promise<void> {
+  return handler.handle(
+    {
+      method: req.method ?? 'GET',
+      headers: req.headers,
+      url: options.url,
+      parsedBody: options.parsedBody,
+      hasParsedBody: options.hasParsedBody ?? false,
+      readBody: (limit) => readNodeBody(req, limit),
+      authInfo: options.authInfo,
+      localAddress: req.socket?.localAddress,
+    },
+    nodeResponder(res),
+  );
+}
+
+export function nodeResponder(res: ServerResponse): CoreResponder {
+  return {
+    send(status, headers, body) {
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      res.writeHead(status, headers);
+      res.end(body);
+    },
+    stream(headers): SseSink {
+      res.writeHead(200, headers);
+      res.flushHeaders();
+      // Small SSE frames should leave now, not wait for Nagle.
+      res.socket?.setNoDelay(true);
+      // Compression middleware buffers unless asked to flush.
+      const flushable = res as ServerResponse & { flush?: () => void };
+      const flush = typeof flushable.flush === 'function' ? () => flushable.flush!() : undefined;
+      return {
+        write(chunk) {
+          const ok = res.write(chunk);
+          flush?.();
+          return ok;
+        },
+        end() {
+          res.end();
+        },
+        get bufferedBytes() {
+          return res.writableLength;
+        },
+        onClose(listener) {
+          res.once('close', listener);
+        },
+      };
+    },
+  };
+}
+
+function readNodeBody(req: IncomingMessage, limit: number): Promise<BodyText> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return Promise.resolve({ ok: false, tooLarge: true });
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (result: BodyText) => {
+      if (done) return;
+      done = true;
+      req.off('data', onData).off('end', onEnd).off('error', onError);
+      resolve(result);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        // Stop buffering; let the rest of the body drain so the 413 can be read.
+        req.resume();
+        finish({ ok: false, tooLarge: true });
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => finish({ ok: true, text: chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8') });
+    const onError = (error: Error) => finish({ ok: false, tooLarge: false, error });
+    req.on('data', onData).on('end', onEnd).on('error', onError);
+  });
+}

@@ -1,0 +1,196 @@
+import type { EventStore, ReplayResult, StreamKey } from './store.js';
+
+/** Retention limits of {@link MemoryEventStore}. Every limit applies at once. */
+export interface MemoryEventStoreOptions {
+  /** Frames kept per stream; older ones are evicted first. Default `10_000`. */
+  maxEventsPerStream?: number;
+  /**
+   * Total size of stored frames across all sessions, in UTF-16 code units (≈ bytes for ASCII
+   * JSON). The globally oldest frames go first. Default `64 * 1024 * 1024`.
+   */
+  maxBytes?: number;
+  /** Frames older than this are evicted. Default `15 * 60_000` (15 minutes). */
+  maxAgeMs?: number;
+  /** Streams whose frames were all evicted are remembered (to say "evicted", not "unknown") up to this count. Default `10_000`. */
+  maxTombstones?: number;
+  /** Clock, for tests. Default `Date.now`. */
+  now?: () => number;
+}
+
+class StreamLog {
+  frames: string[] = [];
+  head = 0;
+  /** seq of frames[head]. */
+  firstSeq = 1;
+  lastSeq = 0;
+  complete = false;
+  deleted = false;
+  constructor(readonly sessionId: string, readonly streamId: string) {}
+
+  get size(): number {
+    return this.frames.length - this.head;
+  }
+
+  dropFirst(): string {
+    const frame = this.frames[this.head] as string;
+    this.frames[this.head] = '';
+    this.head++;
+    this.firstSeq++;
+    // Compact rarely so that dropping is amortized O(1).
+    if (this.head >= 1024 && this.head * 2 >= this.frames.length) {
+      this.frames = this.frames.slice(this.head);
+      this.head = 0;
+    }
+    return frame;
+  }
+}
+
+/**
+ * The default event store: bounded, in-process, synchronous. Replay cost depends only on how many
+ * frames are replayed (a map lookup and an array slice), not on how much the store holds.
+ */
+export class MemoryEventStore implements EventStore {
+  readonly maxEventsPerStream: number;
+  readonly maxBytes: number;
+  readonly maxAgeMs: number;
+  readonly maxTombstones: number;
+  private readonly now: () => number;
+  private readonly logs = new Map<string, StreamLog>();
+  private readonly bySession = new Map<string, StreamLog[]>();
+  private readonly tombstones = new Map<string, string>();
+  // Global append order as three parallel arrays (log, seq, time): the front is the oldest frame
+  // in the whole store, which makes byte and age eviction O(1) per evicted frame.
+  private qLog: StreamLog[] = [];
+  private qSeq: number[] = [];
+  private qTime: number[] = [];
+  private qHead = 0;
+  private bytes = 0;
+  private events = 0;
+
+  constructor(options: MemoryEventStoreOptions = {}) {
+    this.maxEventsPerStream = positiveInt(options.maxEventsPerStream ?? 10_000, 'maxEventsPerStream');
+    this.maxBytes = positiveInt(options.maxBytes ?? 64 * 1024 * 1024, 'maxBytes');
+    this.maxAgeMs = positiveInt(options.maxAgeMs ?? 15 * 60_000, 'maxAgeMs');
+    this.maxTombstones = positiveInt(options.maxTombstones ?? 10_000, 'maxTombstones');
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Frames and approximate bytes held now. */
+  stats(): { streams: number; events: number; bytes: number } {
+    return { streams: this.logs.size, events: this.events, bytes: this.bytes };
+  }
+
+  createStream(key: StreamKey): void {
+    if (this.logs.has(key.streamId)) return;
+    const log = new StreamLog(key.sessionId, key.streamId);
+    this.logs.set(key.streamId, log);
+    const list = this.bySession.get(key.sessionId);
+    if (list) list.push(log);
+    else this.bySession.set(key.sessionId, [log]);
+  }
+
+  append(key: StreamKey, seq: number, frame: string, final: boolean): void {
+    let log = this.logs.get(key.streamId);
+    if (!log) {
+      this.createStream(key);
+      log = this.logs.get(key.streamId) as StreamLog;
+    }
+    if (log.size === 0) log.firstSeq = seq;
+    log.frames.push(frame);
+    log.lastSeq = seq;
+    if (final) log.complete = true;
+    const now = this.now();
+    this.qLog.push(log);
+    this.qSeq.push(seq);
+    this.qTime.push(now);
+    this.bytes += frame.length;
+    this.events++;
+    if (log.size > this.maxEventsPerStream) this.evictFirst(log);
+    if (this.bytes > this.maxBytes || (this.qTime[this.qHead] as number) <= now - this.maxAgeMs) this.evictGlobal(now);
+  }
+
+  replayAfter(sessionId: string, streamId: string, afterSeq: number): ReplayResult {
+    const log = this.logs.get(streamId);
+    if (!log || log.sessionId !== sessionId) {
+      if (this.tombstones.get(streamId) === sessionId) return { ok: false, reason: 'evicted' };
+      return { ok: false, reason: 'unknown' };
+    }
+    this.evictGlobal(this.now());
+    if (afterSeq > log.lastSeq || afterSeq < 0) return { ok: false, reason: 'unknown' };
+    // The cursor must be the frame just before the oldest kept one, or newer.
+    if (afterSeq < log.firstSeq - 1 && log.size > 0) return { ok: false, reason: 'evicted' };
+    if (log.size === 0 && afterSeq < log.lastSeq) return { ok: false, reason: 'evicted' };
+    const from = log.head + (afterSeq - log.firstSeq + 1);
+    const frames = log.size === 0 ? [] : log.frames.slice(Math.max(from, log.head));
+    return { ok: true, frames, lastSeq: log.lastSeq, complete: log.complete };
+  }
+
+  deleteSession(sessionId: string): void {
+    const list = this.bySession.get(sessionId);
+    if (!list) return;
+    this.bySession.delete(sessionId);
+    for (const log of list) {
+      log.deleted = true;
+      this.logs.delete(log.streamId);
+      for (let i = log.head; i < log.frames.length; i++) this.bytes -= (log.frames[i] as string).length;
+      this.events -= log.size;
+    }
+    for (const [streamId, owner] of this.tombstones) if (owner === sessionId) this.tombstones.delete(streamId);
+  }
+
+  sweep(now: number = this.now()): void {
+    this.evictGlobal(now);
+  }
+
+  private evictGlobal(now: number): void {
+    const cutoff = now - this.maxAgeMs;
+    while (this.qHead < this.qLog.length) {
+      const overBytes = this.bytes > this.maxBytes;
+      if (!overBytes && (this.qTime[this.qHead] as number) > cutoff) break;
+      const log = this.qLog[this.qHead] as StreamLog;
+      const seq = this.qSeq[this.qHead] as number;
+      this.qLog[this.qHead] = undefined as unknown as StreamLog;
+      this.qHead++;
+      // Entries whose frame is already gone (per-stream cap, deleted session) are skipped.
+      if (log.deleted || seq < log.firstSeq || log.size === 0) continue;
+      this.evictFirst(log);
+    }
+    if (this.qHead >= 4096 && this.qHead * 2 >= this.qLog.length) {
+      this.qLog = this.qLog.slice(this.qHead);
+      this.qSeq = this.qSeq.slice(this.qHead);
+      this.qTime = this.qTime.slice(this.qHead);
+      this.qHead = 0;
+    }
+  }
+
+  private evictFirst(log: StreamLog): void {
+    const frame = log.dropFirst();
+    this.bytes -= frame.length;
+    this.events--;
+    if (log.size === 0 && log.complete) this.forget(log);
+  }
+
+  /** A completed stream with nothing left becomes a tombstone, so its cursors say "evicted". */
+  private forget(log: StreamLog): void {
+    log.deleted = true;
+    this.logs.delete(log.streamId);
+    const list = this.bySession.get(log.sessionId);
+    if (list) {
+      const i = list.indexOf(log);
+      if (i >= 0) list.splice(i, 1);
+      if (list.length === 0) this.bySession.delete(log.sessionId);
+    }
+    this.tombstones.set(log.streamId, log.sessionId);
+    if (this.tombstones.size > this.maxTombstones) {
+      const oldest = this.tombstones.keys().next().value as string;
+      this.tombstones.delete(oldest);
+    }
+  }
+}
+
+function positiveInt(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(`MemoryEventStore: ${name} must be a positive integer, got ${String(value)}`);
+  }
+  return value;
+}

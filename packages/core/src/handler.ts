@@ -1,0 +1,332 @@
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { parseEventId } from './events/ids.js';
+import type { ReplayResult } from './events/store.js';
+import { ErrorCode, errorBody, reject, type Rejection } from './http/errors.js';
+import { allowsBatches, parseMessages, type ParsedBody } from './http/messages.js';
+import type { CoreRequest, CoreResponder, OutHeaders } from './http/port.js';
+import { checkAccept, checkContentType, checkHostAndOrigin, checkMethod, checkProtocolVersion, header, isLoopbackAddress } from './http/rules.js';
+import { resolveOptions, type ConnectableServer, type McpHandlerOptions, type ResolvedOptions } from './options.js';
+import { SessionRegistry } from './session/registry.js';
+import { asError, type Inbound, type Session } from './session/session.js';
+
+/** Version assumed when a client sends no `MCP-Protocol-Version` (what the spec prescribes). */
+const DEFAULT_NEGOTIATED_VERSION = '2025-03-26';
+const FIRST_POLLING_VERSION = '2025-11-25';
+
+const SSE_HEADERS: OutHeaders = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  // Stops nginx and similar proxies from buffering the stream.
+  'x-accel-buffering': 'no',
+};
+const JSON_HEADERS: OutHeaders = { 'content-type': 'application/json' };
+
+/** The framework-neutral MCP endpoint. Adapters turn framework requests into {@link CoreRequest}s. */
+export interface McpHandler {
+  /** Serves one HTTP request. Resolves once the response has started (streams go on after). */
+  handle(request: CoreRequest, responder: CoreResponder): Promise<void>;
+  /** Graceful shutdown: ends every stream with the retry hint, closes every session and the store. */
+  close(): Promise<void>;
+  /** Open sessions. */
+  readonly sessionCount: number;
+  readonly options: Readonly<ResolvedOptions>;
+}
+
+/**
+ * Creates the engine that serves MCP over Streamable HTTP with SEP-1699 polling. Mount it with
+ * `mcpExpress(handler)`, `mcpKoa(handler)`, `mcpNext(handler)` or `toFetchHandler(handler)`.
+ *
+ * @example
+ * const mcp = createMcpHandler({ server: () => buildServer(), retryMs: 2_000 });
+ * app.use('/mcp', mcpExpress(mcp));
+ */
+export function createMcpHandler(options: McpHandlerOptions): McpHandler {
+  const opts = resolveOptions(options);
+  const registry = new SessionRegistry(opts);
+  const supported: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
+
+  function fail(responder: CoreResponder, r: Rejection): void {
+    responder.send(r.status, r.headers ? { ...JSON_HEADERS, ...r.headers } : JSON_HEADERS, errorBody(r.code, r.message));
+  }
+
+  function inboundOf(req: CoreRequest): Inbound {
+    return { headers: req.headers, url: req.url, authInfo: req.authInfo };
+  }
+
+  /** Finds the session a request names; rejects a missing, unknown or foreign one. */
+  function lookup(req: CoreRequest): Session | Rejection {
+    const id = header(req.headers, 'mcp-session-id');
+    if (id === undefined || id === '') {
+      return reject(400, ErrorCode.ServerError, 'Bad Request: Mcp-Session-Id header is required (send initialize first to get one)');
+    }
+    const session = registry.get(id);
+    if (!session) return reject(404, ErrorCode.SessionNotFound, 'Session not found: it expired or was deleted; initialize a new session');
+    const principal = principalOf(req.authInfo);
+    if (session.owner !== undefined && session.owner !== principal) {
+      return reject(403, ErrorCode.ServerError, 'Forbidden: this session belongs to another principal');
+    }
+    const version = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), supported);
+    if (!version.ok) return version;
+    session.lastActive = Date.now();
+    return session;
+  }
+
+  function versionOf(req: CoreRequest, session: Session | undefined): string {
+    return header(req.headers, 'mcp-protocol-version') ?? session?.protocolVersion ?? DEFAULT_NEGOTIATED_VERSION;
+  }
+
+  function polls(version: string): boolean {
+    return opts.legacyPolling || version >= FIRST_POLLING_VERSION;
+  }
+
+  async function readJson(req: CoreRequest): Promise<{ ok: true; body: unknown } | Rejection> {
+    let text: string;
+    if (req.hasParsedBody) {
+      // A body parser ran before us. Buffers and strings come from raw/text parsers: parse them.
+      const parsed = req.parsedBody;
+      if (typeof parsed === 'string') text = parsed;
+      else if (parsed instanceof Uint8Array) text = new TextDecoder().decode(parsed);
+      else return { ok: true, body: parsed };
+    } else {
+      const read = await req.readBody(opts.maxBodyBytes);
+      if (!read.ok) {
+        return read.tooLarge
+          ? reject(413, ErrorCode.InvalidRequest, `Payload Too Large: the body exceeds ${opts.maxBodyBytes} bytes (maxBodyBytes)`)
+          : reject(400, ErrorCode.InvalidRequest, `Bad Request: could not read the body: ${read.error.message}`);
+      }
+      text = read.text;
+    }
+    try {
+      return { ok: true, body: JSON.parse(text) };
+    } catch (error) {
+      return reject(400, ErrorCode.ParseError, `Parse error: ${(error as Error).message}`);
+    }
+  }
+
+  async function connectServer(session: Session): Promise<ConnectableServer> {
+    const server = await opts.server({ sessionId: session.sessionId });
+    if (!server || typeof (server as { connect?: unknown }).connect !== 'function') {
+      throw new TypeError('createMcpHandler: the `server` factory must return an McpServer (or SDK Server) with connect()');
+    }
+    session.attachServer(server);
+    await server.connect(session);
+    return server;
+  }
+
+  async function post(req: CoreRequest, res: CoreResponder): Promise<void> {
+    let v = checkAccept('POST', header(req.headers, 'accept'));
+    if (!v.ok) return fail(res, v);
+    v = checkContentType(header(req.headers, 'content-type'));
+    if (!v.ok) return fail(res, v);
+    const read = await readJson(req);
+    if (!read.ok) return fail(res, read);
+    const body = read.body;
+
+    if (opts.stateless) return postStateless(req, res, body);
+
+    const isInitialize = !Array.isArray(body) && typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize';
+    if (isInitialize) return initialize(req, res, body);
+
+    const found = lookup(req);
+    if (!('sessionId' in found)) return fail(res, found);
+    const session = found;
+    const parsed = parseMessages(body, allowsBatches(versionOf(req, session)));
+    if (!parsed.ok) return fail(res, parsed);
+    for (const id of parsed.requestIds) {
+      if (session.isInFlight(id)) return fail(res, reject(400, ErrorCode.InvalidRequest, `Invalid Request: request id ${JSON.stringify(id)} is already in flight in this session`));
+    }
+    if (parsed.requestIds.length === 0) {
+      session.dispatch(parsed.messages, inboundOf(req));
+      return res.send(202, {}, undefined);
+    }
+    await respond(req, res, session, parsed, versionOf(req, session));
+  }
+
+  async function initialize(req: CoreRequest, res: CoreResponder, body: unknown): Promise<void> {
+    const parsed = parseMessages(body, false);
+    if (!parsed.ok) return fail(res, parsed);
+    if (header(req.headers, 'mcp-session-id') !== undefined) {
+      return fail(res, reject(400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must not carry Mcp-Session-Id; it starts a new session'));
+    }
+    if (registry.full) {
+      return fail(res, reject(503, ErrorCode.ServerError, `Service Unavailable: the session limit (${opts.maxSessions}) is reached; retry later`, { 'retry-after': '5' }));
+    }
+    const session = registry.create();
+    session.owner = principalOf(req.authInfo);
+    try {
+      await connectServer(session);
+    } catch (error) {
+      session.terminate(undefined);
+      opts.onError(asError(error, 'server factory failed'));
+      return res.send(500, JSON_HEADERS, errorBody(-32603, 'Internal error: could not create the MCP server for this session'));
+    }
+    const requested = (parsed.messages[0] as { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
+    const version = typeof requested === 'string' && supported.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
+    await respond(req, res, session, parsed, version);
+  }
+
+  /** Answers a POST that carries requests: one JSON body, or an SSE stream. */
+  async function respond(req: CoreRequest, res: CoreResponder, session: Session, parsed: ParsedBody, version: string): Promise<void> {
+    const sessionHeader: OutHeaders = session.sessionId === undefined ? {} : { 'mcp-session-id': session.sessionId };
+    if (opts.jsonResponse) {
+      const stream = session.openRequestStream(parsed.requestIds, false, false);
+      stream.json = {
+        messages: [],
+        batch: parsed.batch,
+        respond: (text) => res.send(200, { ...JSON_HEADERS, ...sessionHeader }, text),
+      };
+      session.dispatch(parsed.messages, inboundOf(req));
+      return;
+    }
+    const resumable = session.sessionId !== undefined;
+    const stream = session.openRequestStream(parsed.requestIds, resumable, resumable && polls(version));
+    if (resumable) {
+      try {
+        await opts.eventStore.createStream(session.streamKey(stream));
+      } catch (error) {
+        opts.onError(asError(error, 'event store createStream failed'));
+        return fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }));
+      }
+    }
+    const conn = session.newConnection(res.stream({ ...SSE_HEADERS, ...sessionHeader }));
+    if (stream.closable) session.prime(stream.id, 0, conn);
+    session.attach(stream, conn);
+    session.dispatch(parsed.messages, inboundOf(req));
+  }
+
+  async function postStateless(req: CoreRequest, res: CoreResponder, body: unknown): Promise<void> {
+    const parsed = parseMessages(body, allowsBatches(versionOf(req, undefined)));
+    if (!parsed.ok) return fail(res, parsed);
+    const v = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), supported);
+    if (!v.ok) return fail(res, v);
+    const session = registry.ephemeral();
+    try {
+      await connectServer(session);
+    } catch (error) {
+      session.terminate(undefined);
+      opts.onError(asError(error, 'server factory failed'));
+      return res.send(500, JSON_HEADERS, errorBody(-32603, 'Internal error: could not create the MCP server'));
+    }
+    if (parsed.requestIds.length === 0) {
+      session.dispatch(parsed.messages, inboundOf(req));
+      res.send(202, {}, undefined);
+      // Notification handlers run on the next ticks; give them a turn before closing.
+      setImmediate(() => session.terminate(undefined));
+      return;
+    }
+    await respond(req, res, session, parsed, versionOf(req, undefined));
+  }
+
+  async function get(req: CoreRequest, res: CoreResponder): Promise<void> {
+    const v = checkAccept('GET', header(req.headers, 'accept'));
+    if (!v.ok) return fail(res, v);
+    const found = lookup(req);
+    if (!('sessionId' in found)) return fail(res, found);
+    const session = found;
+    const modern = polls(versionOf(req, session));
+    const lastEventId = header(req.headers, 'last-event-id');
+    if (lastEventId === undefined || lastEventId === '') {
+      const isNew = !session.hasStandalone;
+      const stream = session.standaloneStream(true, modern);
+      if (isNew) {
+        try {
+          await opts.eventStore.createStream(session.streamKey(stream));
+        } catch (error) {
+          opts.onError(asError(error, 'event store createStream failed'));
+          return fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }));
+        }
+      }
+      const conn = session.newConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': session.sessionId as string }));
+      if (modern) session.prime(stream.id, stream.seq, conn);
+      session.attach(stream, conn);
+      return;
+    }
+    return resume(req, res, session, lastEventId, modern);
+  }
+
+  /** `GET` + `Last-Event-ID`: replay what the stream missed, then follow it live until it completes. */
+  async function resume(req: CoreRequest, res: CoreResponder, session: Session, lastEventId: string, modern: boolean): Promise<void> {
+    const cursor = parseEventId(lastEventId);
+    if (!cursor) {
+      return fail(res, reject(400, ErrorCode.InvalidRequest, `Bad Request: malformed Last-Event-ID ${JSON.stringify(lastEventId.slice(0, 80))}`));
+    }
+    const sessionId = session.sessionId as string;
+    const frames: string[] = [];
+    let last = cursor.seq;
+    let complete = false;
+    // An async store may hold frames the stream assigned while we were reading: read until caught up.
+    for (let round = 0; ; round++) {
+      let result: ReplayResult;
+      try {
+        result = await opts.eventStore.replayAfter(sessionId, cursor.streamId, last);
+      } catch (error) {
+        opts.onError(asError(error, 'event store replay failed'));
+        return fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }));
+      }
+      if (!result.ok) {
+        if (round > 0) break;
+        return result.reason === 'evicted'
+          ? fail(res, reject(410, ErrorCode.ServerError, 'Gone: the events after this Last-Event-ID were evicted by the event store retention limits; this stream cannot be resumed without loss'))
+          : fail(res, reject(404, ErrorCode.ServerError, 'Not Found: Last-Event-ID does not belong to any stream of this session'));
+      }
+      for (const f of result.frames) frames.push(f);
+      last = result.lastSeq;
+      complete = result.complete;
+      const active = session.activeStream(cursor.streamId);
+      if (complete || !active || active.seq <= last || round >= 4) break;
+    }
+    const conn = session.newConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': sessionId }));
+    const active = session.activeStream(cursor.streamId);
+    const closable = active ? active.closable : modern;
+    if (closable) session.prime(cursor.streamId, cursor.seq, conn);
+    for (const frame of frames) conn.write(frame);
+    if (complete || !active || session.closed) {
+      conn.end();
+      return;
+    }
+    conn.skipThrough = last;
+    session.attach(active, conn);
+  }
+
+  function del(req: CoreRequest, res: CoreResponder): void {
+    const found = lookup(req);
+    if (!('sessionId' in found)) return fail(res, found);
+    found.terminate(undefined);
+    res.send(200, {}, undefined);
+  }
+
+  async function handle(req: CoreRequest, res: CoreResponder): Promise<void> {
+    const method = req.method.toUpperCase();
+    const allowed = checkMethod(method, opts.stateless);
+    if (!allowed.ok) return fail(res, allowed);
+    const protect = opts.dnsRebindingProtection === true || (opts.dnsRebindingProtection === 'auto' && isLoopbackAddress(req.localAddress));
+    if (protect) {
+      const v = checkHostAndOrigin(header(req.headers, 'host'), header(req.headers, 'origin'), opts);
+      if (!v.ok) return fail(res, v);
+    }
+    if (method === 'POST') return post(req, res);
+    if (method === 'GET') return get(req, res);
+    return del(req, res);
+  }
+
+  return {
+    handle,
+    async close() {
+      registry.close(opts.retryMs);
+      await opts.eventStore.close?.();
+    },
+    get sessionCount() {
+      return registry.size;
+    },
+    options: opts,
+  };
+}
+
+function principalOf(authInfo: AuthInfo | undefined): string | undefined {
+  if (!authInfo) return undefined;
+  const sub = (authInfo.extra as { sub?: unknown } | undefined)?.sub;
+  return `${authInfo.clientId}\u0000${typeof sub === 'string' ? sub : ''}`;
+}
+
+export type { JSONRPCMessage };

@@ -1,0 +1,47 @@
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { HeaderMap } from './rules.js';
+
+/**
+ * What an adapter hands the core: a framework request reduced to what MCP needs. Bridges build it
+ * (the node bridge from `IncomingMessage`, the web bridge from `Request`).
+ */
+export interface CoreRequest {
+  method: string;
+  /** Lower-cased header names. */
+  headers: HeaderMap;
+  /** Full URL if known (passed to handlers as `requestInfo.url`). */
+  url?: URL | undefined;
+  /** A body a framework already parsed (express.json(), koa bodyparser). */
+  parsedBody?: unknown;
+  hasParsedBody?: boolean;
+  /** Reads the raw body as text, refusing more than `limit` bytes. */
+  readBody(limit: number): Promise<BodyText>;
+  /** Identity from the framework's auth middleware; reaches tool handlers as `extra.authInfo`. */
+  authInfo?: AuthInfo | undefined;
+  /** Local address of the socket; a loopback address turns DNS-rebinding protection on (`'auto'`). */
+  localAddress?: string | undefined;
+}
+
+export type BodyText = { ok: true; text: string } | { ok: false; tooLarge: true } | { ok: false; tooLarge: false; error: Error };
+
+export type OutHeaders = Record<string, string>;
+
+/** How the core answers: a complete response, or an SSE stream it writes frames to. */
+export interface CoreResponder {
+  send(status: number, headers: OutHeaders, body: string | undefined): void;
+  stream(headers: OutHeaders): SseSink;
+}
+
+/**
+ * One open SSE response. The bridge implements it over `res.write` (Node) or a ReadableStream
+ * controller (web).
+ */
+export interface SseSink {
+  /** Writes a chunk; `false` means the bridge is buffering (the peer reads slower than we write). */
+  write(chunk: string): boolean;
+  end(): void;
+  /** Bytes the bridge holds that the peer has not taken yet. */
+  readonly bufferedBytes: number;
+  /** Called once when the peer goes away or the stream ends. */
+  onClose(listener: () => void): void;
+}

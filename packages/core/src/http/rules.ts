@@ -1,0 +1,100 @@
+import { ErrorCode, OK, reject, type Verdict } from './errors.js';
+
+/** Lower-cased header map, as Node gives it. */
+export type HeaderMap = Record<string, string | string[] | undefined>;
+
+export function header(headers: HeaderMap, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+export const ALLOWED_METHODS = 'GET, POST, DELETE';
+
+export function checkMethod(method: string, stateless: boolean): Verdict {
+  if (method === 'POST') return OK;
+  if (!stateless && (method === 'GET' || method === 'DELETE')) return OK;
+  const allow = stateless ? 'POST' : ALLOWED_METHODS;
+  const why = stateless && (method === 'GET' || method === 'DELETE') ? ' (this endpoint is stateless)' : '';
+  return reject(405, ErrorCode.ServerError, `Method not allowed: ${method}${why}. Use ${allow}.`, { allow });
+}
+
+function accepts(accept: string, type: string): boolean {
+  const [major] = type.split('/');
+  for (const part of accept.split(',')) {
+    const media = (part.split(';')[0] ?? '').trim().toLowerCase();
+    if (media === type || media === '*/*' || media === `${major}/*`) return true;
+  }
+  return false;
+}
+
+/** POST must accept both JSON and SSE (the server picks); GET must accept SSE. */
+export function checkAccept(method: 'GET' | 'POST', accept: string | undefined): Verdict {
+  const value = accept ?? '';
+  if (method === 'GET') {
+    if (accepts(value, 'text/event-stream')) return OK;
+    return reject(406, ErrorCode.ServerError, 'Not Acceptable: a GET must accept text/event-stream');
+  }
+  if (accepts(value, 'application/json') && accepts(value, 'text/event-stream')) return OK;
+  return reject(406, ErrorCode.ServerError, 'Not Acceptable: a POST must accept both application/json and text/event-stream');
+}
+
+export function checkContentType(contentType: string | undefined): Verdict {
+  const media = (contentType ?? '').split(';')[0]?.trim().toLowerCase();
+  if (media === 'application/json') return OK;
+  return reject(415, ErrorCode.ServerError, `Unsupported Media Type: Content-Type must be application/json, got ${contentType ? JSON.stringify(contentType) : 'none'}`);
+}
+
+export function checkProtocolVersion(version: string | undefined, supported: readonly string[]): Verdict {
+  if (version === undefined || supported.includes(version)) return OK;
+  return reject(400, ErrorCode.ServerError, `Unsupported MCP-Protocol-Version: ${JSON.stringify(version)}. Supported: ${supported.join(', ')}`);
+}
+
+/** Options of the DNS-rebinding check. */
+export interface HostCheck {
+  /** Host names (without port) accepted in `Host`. */
+  allowedHosts: readonly string[];
+  /** Origins (`scheme://host[:port]`) or bare host names accepted in `Origin`. */
+  allowedOrigins: readonly string[];
+}
+
+export const LOCAL_HOSTS: readonly string[] = ['localhost', '127.0.0.1', '[::1]', '::1'];
+
+/** Host name of a `Host` header value, lower-cased, without port. */
+export function hostName(hostHeader: string): string {
+  const h = hostHeader.trim().toLowerCase();
+  if (h.startsWith('[')) {
+    const end = h.indexOf(']');
+    return end === -1 ? h : h.slice(0, end + 1);
+  }
+  const colon = h.indexOf(':');
+  return colon === -1 ? h : h.slice(0, colon);
+}
+
+/**
+ * DNS-rebinding protection: a page on a hostile domain that resolves to 127.0.0.1 sends its own
+ * name in `Host` and `Origin`; a local server accepts only local names.
+ */
+export function checkHostAndOrigin(host: string | undefined, origin: string | undefined, check: HostCheck): Verdict {
+  if (host === undefined || !check.allowedHosts.includes(hostName(host))) {
+    return reject(403, ErrorCode.ServerError, `Forbidden: Host ${JSON.stringify(host ?? '')} is not allowed (DNS-rebinding protection; see allowedHosts)`);
+  }
+  if (origin !== undefined && origin !== 'null') {
+    let originHost: string;
+    try {
+      originHost = new URL(origin).host.toLowerCase();
+    } catch {
+      return reject(403, ErrorCode.ServerError, `Forbidden: malformed Origin ${JSON.stringify(origin)}`);
+    }
+    const normalized = origin.toLowerCase().replace(/\/$/, '');
+    const ok = check.allowedOrigins.includes(normalized) || check.allowedOrigins.includes(hostName(originHost));
+    if (!ok) {
+      return reject(403, ErrorCode.ServerError, `Forbidden: Origin ${JSON.stringify(origin)} is not allowed (DNS-rebinding protection; see allowedOrigins)`);
+    }
+  }
+  return OK;
+}
+
+export function isLoopbackAddress(address: string | undefined): boolean {
+  if (!address) return false;
+  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
+}

@@ -1,0 +1,132 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { MemoryEventStore, type MemoryEventStoreOptions } from './events/memory.js';
+import type { EventStore } from './events/store.js';
+import { LOCAL_HOSTS } from './http/rules.js';
+
+/** What the server factory receives. */
+export interface ServerFactoryContext {
+  /** The new session's id (`undefined` in stateless mode). */
+  sessionId: string | undefined;
+}
+
+/** Anything with the SDK's `connect(transport)`: an `McpServer` or a low-level `Server`. */
+export type ConnectableServer = McpServer | Server;
+
+export interface McpHandlerOptions {
+  /**
+   * Builds the MCP server for a new session (or for each request in stateless mode). Return a fresh
+   * `McpServer`; the SDK binds one server to one transport.
+   */
+  server: (context: ServerFactoryContext) => ConnectableServer | Promise<ConnectableServer>;
+  /** `retry:` hint in priming events, in ms: how soon a client reconnects after a close. Default `1000`. */
+  retryMs?: number;
+  /**
+   * No sessions: every POST gets its own server, GET and DELETE answer 405, and streams are not
+   * resumable. Default `false`.
+   */
+  stateless?: boolean;
+  /** Answer POSTs with one JSON body instead of an SSE stream (no notifications, no polling). Default `false`. */
+  jsonResponse?: boolean;
+  /**
+   * Where SSE frames are kept for replay. Default: a {@link MemoryEventStore} with its default
+   * limits; pass limits to tune it, or any {@link EventStore} (e.g. `@mcp-kit/redis`).
+   */
+  eventStore?: EventStore | MemoryEventStoreOptions;
+  /** A comment line on streams idle this long, so proxies keep them open; `0` turns it off. Default `15_000`. */
+  keepAliveMs?: number;
+  /**
+   * Ends every SSE connection after this many ms (with the `retry` hint), before a platform limit
+   * (serverless max duration, proxy read timeout) cuts it. Clients resume without loss. Requires
+   * clients on protocol 2025-11-25 or later (see `legacyPolling`). Default: off.
+   */
+  maxStreamDurationMs?: number;
+  /** A session with no request and no open stream for this long is closed. Default `30 * 60_000`. */
+  sessionIdleTtlMs?: number;
+  /** Most sessions at once; initialize beyond it gets 503 with `Retry-After`. Default `10_000`. */
+  maxSessions?: number;
+  /** Largest accepted POST body, in bytes. Default `4 * 1024 * 1024`. */
+  maxBodyBytes?: number;
+  /**
+   * A connection whose unread output exceeds this many bytes is ended with a retry hint and the
+   * client resumes from the store. Default `4 * 1024 * 1024`.
+   */
+  maxBufferedBytes?: number;
+  /**
+   * DNS-rebinding protection (Host and Origin checks). `'auto'` (default) turns it on for requests
+   * that arrive on a loopback address; `true` always; `false` never.
+   */
+  dnsRebindingProtection?: boolean | 'auto';
+  /** Host names accepted when protection is on. Default `['localhost', '127.0.0.1', '[::1]']`. */
+  allowedHosts?: string[];
+  /** Origins (`http://localhost:3000`) or host names accepted when protection is on. Default: `allowedHosts`. */
+  allowedOrigins?: string[];
+  /**
+   * Clients that negotiated a protocol version before 2025-11-25 may choke on the empty `data` of
+   * a priming event and may not resume a closed POST stream, so by default they get no priming event
+   * and `closeSSEStream` leaves their stream open. `true` treats them like current clients.
+   * Default `false`.
+   */
+  legacyPolling?: boolean;
+  /** Called with errors that are not the client's fault (a failing store, a server factory that throws). */
+  onError?: (error: Error) => void;
+}
+
+export interface ResolvedOptions {
+  server: McpHandlerOptions['server'];
+  retryMs: number;
+  stateless: boolean;
+  jsonResponse: boolean;
+  eventStore: EventStore;
+  keepAliveMs: number;
+  maxStreamDurationMs: number | undefined;
+  sessionIdleTtlMs: number;
+  maxSessions: number;
+  maxBodyBytes: number;
+  maxBufferedBytes: number;
+  dnsRebindingProtection: boolean | 'auto';
+  allowedHosts: string[];
+  allowedOrigins: string[];
+  legacyPolling: boolean;
+  onError: (error: Error) => void;
+}
+
+export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
+  if (!options || typeof options.server !== 'function') {
+    throw new TypeError('createMcpHandler: `server` must be a function that returns a new McpServer, e.g. { server: () => buildServer() }');
+  }
+  const allowedHosts = (options.allowedHosts ?? [...LOCAL_HOSTS]).map((h) => h.toLowerCase());
+  const store = options.eventStore;
+  return {
+    server: options.server,
+    retryMs: nonNegative(options.retryMs ?? 1000, 'retryMs'),
+    stateless: options.stateless ?? false,
+    jsonResponse: options.jsonResponse ?? false,
+    eventStore: isEventStore(store) ? store : new MemoryEventStore(store ?? {}),
+    keepAliveMs: nonNegative(options.keepAliveMs ?? 15_000, 'keepAliveMs'),
+    maxStreamDurationMs: options.maxStreamDurationMs === undefined ? undefined : positive(options.maxStreamDurationMs, 'maxStreamDurationMs'),
+    sessionIdleTtlMs: positive(options.sessionIdleTtlMs ?? 30 * 60_000, 'sessionIdleTtlMs'),
+    maxSessions: positive(options.maxSessions ?? 10_000, 'maxSessions'),
+    maxBodyBytes: positive(options.maxBodyBytes ?? 4 * 1024 * 1024, 'maxBodyBytes'),
+    maxBufferedBytes: positive(options.maxBufferedBytes ?? 4 * 1024 * 1024, 'maxBufferedBytes'),
+    dnsRebindingProtection: options.dnsRebindingProtection ?? 'auto',
+    allowedHosts,
+    allowedOrigins: (options.allowedOrigins ?? allowedHosts).map((o) => o.toLowerCase().replace(/\/$/, '')),
+    legacyPolling: options.legacyPolling ?? false,
+    onError: options.onError ?? ((error) => console.error('[mcp-kit]', error)),
+  };
+}
+
+function isEventStore(value: unknown): value is EventStore {
+  return typeof value === 'object' && value !== null && typeof (value as EventStore).append === 'function';
+}
+
+function nonNegative(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 0) throw new RangeError(`createMcpHandler: ${name} must be a non-negative integer (ms), got ${String(value)}`);
+  return value;
+}
+
+function positive(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`createMcpHandler: ${name} must be a positive integer, got ${String(value)}`);
+  return value;
+}

@@ -1,0 +1,83 @@
+import { randomId } from '../events/ids.js';
+import type { ResolvedOptions } from '../options.js';
+import type { SseConnection } from '../streams/connection.js';
+import { Session } from './session.js';
+
+/**
+ * All sessions of one handler: creation under a cap, lookup, idle expiry, and the periodic work
+ * (keep-alives, store eviction) done by one timer instead of one per stream.
+ */
+export class SessionRegistry {
+  readonly sessions = new Map<string, Session>();
+  /** Every open SSE connection, for keep-alives and shutdown. */
+  readonly live = new Set<SseConnection>();
+  private readonly timers: Array<ReturnType<typeof setInterval>> = [];
+
+  constructor(private readonly options: ResolvedOptions) {
+    const { keepAliveMs, sessionIdleTtlMs } = options;
+    if (keepAliveMs > 0) this.every(Math.max(50, Math.floor(keepAliveMs / 2)), () => this.keepAlive(keepAliveMs));
+    this.every(Math.min(60_000, Math.max(100, Math.floor(sessionIdleTtlMs / 4))), () => this.sweep());
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  get full(): boolean {
+    return this.sessions.size >= this.options.maxSessions;
+  }
+
+  create(): Session {
+    const session = new Session(randomId(), this.options, this.live, (s) => this.forget(s));
+    this.sessions.set(session.sessionId as string, session);
+    return session;
+  }
+
+  /** A throwaway session for one stateless request. */
+  ephemeral(): Session {
+    return new Session(undefined, this.options, this.live, () => {});
+  }
+
+  get(sessionId: string): Session | undefined {
+    return this.sessions.get(sessionId);
+  }
+
+  /** Closes sessions idle past the TTL: no request and no open connection for that long. */
+  sweep(now: number = Date.now()): void {
+    const cutoff = now - this.options.sessionIdleTtlMs;
+    for (const session of this.sessions.values()) {
+      if (session.openConnections === 0 && session.lastActive < cutoff) session.terminate(undefined);
+    }
+    this.options.eventStore.sweep?.(now);
+  }
+
+  keepAlive(idleMs: number, now: number = Date.now()): void {
+    for (const conn of this.live) conn.keepAlive(now, idleMs);
+  }
+
+  /** Ends every stream with a retry hint and closes every session. */
+  close(retryMs: number): void {
+    for (const t of this.timers) clearInterval(t);
+    this.timers.length = 0;
+    for (const session of [...this.sessions.values()]) session.terminate(retryMs);
+    for (const conn of [...this.live]) conn.end(retryMs);
+  }
+
+  private forget(session: Session): void {
+    if (session.sessionId === undefined) return;
+    this.sessions.delete(session.sessionId);
+    try {
+      const r = this.options.eventStore.deleteSession(session.sessionId);
+      if (r) r.catch((error: unknown) => this.options.onError(error instanceof Error ? error : new Error(String(error))));
+    } catch (error) {
+      this.options.onError(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  private every(ms: number, fn: () => void): void {
+    const t = setInterval(fn, ms);
+    // Timers must not keep a process alive that has nothing else to do.
+    t.unref?.();
+    this.timers.push(t);
+  }
+}

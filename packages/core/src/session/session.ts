@@ -1,0 +1,271 @@
+import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { eventId, randomId } from '../events/ids.js';
+import type { StreamKey } from '../events/store.js';
+import type { ResolvedOptions } from '../options.js';
+import { SseConnection } from '../streams/connection.js';
+import { messageEvent, primingEvent } from '../streams/frames.js';
+import { Stream } from '../streams/stream.js';
+import type { HeaderMap } from '../http/rules.js';
+
+const RESOLVED: Promise<void> = Promise.resolve();
+
+/** Per-connection context the core passes in from the HTTP layer. */
+export interface Inbound {
+  headers: HeaderMap;
+  url?: URL | undefined;
+  authInfo?: AuthInfo | undefined;
+}
+
+/**
+ * One MCP session: the SDK `Transport` its `McpServer` is connected to, plus the registry of its
+ * streams. `send(message, { relatedRequestId })` routes each outgoing message to the stream of
+ * the request it belongs to; messages of no request go to the standalone GET stream.
+ */
+export class Session implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
+
+  /** Negotiated protocol version, learned from the initialize response. */
+  protocolVersion: string | undefined;
+  lastActive: number;
+  closed = false;
+  /** Principal that created the session; later requests must carry the same. */
+  owner: string | undefined;
+  /** Open connections (any stream). A session with one is never idle. */
+  openConnections = 0;
+
+  private readonly streams = new Map<string, Stream>();
+  private readonly byRequest = new Map<RequestId, Stream>();
+  private standalone: Stream | undefined;
+  private server: { close(): Promise<void> } | undefined;
+
+  constructor(
+    /** `undefined` in stateless mode. */
+    readonly sessionId: string | undefined,
+    private readonly options: ResolvedOptions,
+    private readonly live: Set<SseConnection>,
+    private readonly onTerminated: (session: Session) => void,
+  ) {
+    this.lastActive = Date.now();
+  }
+
+  // --- SDK Transport -----------------------------------------------------------------------
+
+  async start(): Promise<void> {}
+
+  send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('MCP session is closed'));
+    let stream: Stream | undefined;
+    let responseTo: RequestId | undefined;
+    if ('id' in message && !('method' in message)) {
+      responseTo = message.id as RequestId;
+      stream = this.byRequest.get(responseTo);
+      if (stream && 'result' in message && this.protocolVersion === undefined) {
+        const version = (message.result as { protocolVersion?: unknown }).protocolVersion;
+        if (typeof version === 'string') this.protocolVersion = version;
+      }
+    } else if (options?.relatedRequestId !== undefined) {
+      stream = this.byRequest.get(options.relatedRequestId);
+    } else {
+      stream = this.standalone;
+    }
+    // Nowhere to deliver: a request that already got its answer, or no GET stream ever opened.
+    if (!stream) return RESOLVED;
+    return this.deliver(stream, message, responseTo);
+  }
+
+  async close(): Promise<void> {
+    this.terminate(undefined);
+  }
+
+  // --- Streams -------------------------------------------------------------------------------
+
+  /** Binds the server so terminate() can close it. */
+  attachServer(server: { close(): Promise<void> }): void {
+    this.server = server;
+  }
+
+  isInFlight(id: RequestId): boolean {
+    return this.byRequest.has(id);
+  }
+
+  /** Opens the response stream of a POST that carries requests. */
+  openRequestStream(requestIds: RequestId[], resumable: boolean, closable: boolean): Stream {
+    const stream = new Stream(randomId(), 'request', new Set(requestIds), resumable, closable);
+    this.streams.set(stream.id, stream);
+    for (const id of requestIds) this.byRequest.set(id, stream);
+    return stream;
+  }
+
+  /** The standalone GET stream, created on the first GET. */
+  standaloneStream(resumable: boolean, closable: boolean): Stream {
+    if (!this.standalone) {
+      this.standalone = new Stream(randomId(), 'standalone', new Set(), resumable, closable);
+      this.streams.set(this.standalone.id, this.standalone);
+    }
+    this.standalone.closable = closable;
+    return this.standalone;
+  }
+
+  activeStream(streamId: string): Stream | undefined {
+    return this.streams.get(streamId);
+  }
+
+  streamKey(stream: Stream): StreamKey {
+    return { sessionId: this.sessionId as string, streamId: stream.id };
+  }
+
+  /** Puts a new connection under a stream, replacing a stale one. */
+  attach(stream: Stream, conn: SseConnection): void {
+    const previous = stream.conn;
+    stream.conn = conn;
+    this.openConnections++;
+    this.live.add(conn);
+    conn.onClose(() => {
+      this.openConnections--;
+      this.live.delete(conn);
+      this.lastActive = Date.now();
+      if (stream.conn === conn) stream.conn = undefined;
+      // Nobody can resume a stateless stream: stop its work when the client leaves.
+      if (this.sessionId === undefined && !stream.complete) this.terminate(undefined);
+    });
+    if (previous && previous !== conn) previous.end();
+    if (this.options.maxStreamDurationMs !== undefined && stream.closable) {
+      const timer = setTimeout(() => conn.end(this.options.retryMs), this.options.maxStreamDurationMs);
+      conn.onClose(() => clearTimeout(timer));
+    }
+  }
+
+  /** Writes the priming event: a cursor into the stream and the retry hint. */
+  prime(streamId: string, seq: number, conn: SseConnection): void {
+    conn.write(primingEvent(eventId(streamId, seq), this.options.retryMs));
+  }
+
+  get hasStandalone(): boolean {
+    return this.standalone !== undefined;
+  }
+
+  newConnection(sink: ConstructorParameters<typeof SseConnection>[0]): SseConnection {
+    return new SseConnection(sink, this.options.maxBufferedBytes, (conn) => conn.end(this.options.retryMs), Date.now());
+  }
+
+  /** Hands incoming messages to the SDK, with the per-request SEP-1699 controls in `extra`. */
+  dispatch(messages: JSONRPCMessage[], inbound: Inbound): void {
+    const requestInfo = { headers: inbound.headers as Record<string, string | string[] | undefined>, url: inbound.url };
+    for (const message of messages) {
+      const extra: MessageExtraInfo = { authInfo: inbound.authInfo, requestInfo: requestInfo as MessageExtraInfo['requestInfo'] };
+      if ('method' in message && 'id' in message) {
+        const id = message.id as RequestId;
+        extra.closeSSEStream = ((retryMs?: number) => this.closeRequestStream(id, retryMs)) as () => void;
+        extra.closeStandaloneSSEStream = ((retryMs?: number) => this.closeStandalone(retryMs)) as () => void;
+      }
+      this.onmessage?.(message, extra);
+    }
+  }
+
+  closeRequestStream(id: RequestId, retryMs?: number): boolean {
+    const stream = this.byRequest.get(id);
+    if (!stream || !stream.closable) return false;
+    stream.conn?.end(retryMs ?? this.options.retryMs);
+    return true;
+  }
+
+  closeStandalone(retryMs?: number): boolean {
+    const stream = this.standalone;
+    if (!stream || !stream.closable) return false;
+    stream.conn?.end(retryMs ?? this.options.retryMs);
+    return true;
+  }
+
+  /** Ends the session: streams, stored events, the server. `retryMs` tells clients to come back (shutdown). */
+  terminate(retryMs: number | undefined): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const stream of this.streams.values()) stream.conn?.end(retryMs);
+    this.streams.clear();
+    this.byRequest.clear();
+    this.standalone = undefined;
+    this.onTerminated(this);
+    const server = this.server;
+    this.server = undefined;
+    // Protocol.close() calls our close() again; `closed` makes that a no-op.
+    server?.close().catch((error: unknown) => this.options.onError(asError(error)));
+    this.onclose?.();
+  }
+
+  private deliver(stream: Stream, message: JSONRPCMessage, responseTo: RequestId | undefined): Promise<void> {
+    let final = false;
+    if (responseTo !== undefined && stream.pending.delete(responseTo)) {
+      this.byRequest.delete(responseTo);
+      final = stream.kind === 'request' && stream.pending.size === 0;
+    }
+    if (stream.json) {
+      // A JSON body can carry only the answers; notifications have nowhere to go.
+      if (responseTo !== undefined) stream.json.messages.push(message);
+      if (final) this.finishJson(stream);
+      return RESOLVED;
+    }
+    const json = JSON.stringify(message);
+    if (!stream.resumable) {
+      stream.conn?.write(messageEvent(undefined, json));
+      if (final) this.finish(stream);
+      return RESOLVED;
+    }
+    const seq = ++stream.seq;
+    const frame = messageEvent(eventId(stream.id, seq), json);
+    let stored: void | Promise<void>;
+    try {
+      stored = this.options.eventStore.append(this.streamKey(stream), seq, frame, final);
+    } catch (error) {
+      stored = Promise.reject(error);
+    }
+    if (stored === undefined && stream.tail === undefined) {
+      // Synchronous store: the frame is stored; write it now.
+      stream.conn?.write(frame, seq);
+      if (final) this.finish(stream);
+      return RESOLVED;
+    }
+    // Asynchronous store: write in order, each frame only once it is stored.
+    const previous = stream.tail ?? RESOLVED;
+    const tail = previous
+      .then(() => stored)
+      .catch((error: unknown) => this.options.onError(asError(error, 'event store append failed; frame sent but not resumable')))
+      .then(() => {
+        stream.conn?.write(frame, seq);
+        if (final) this.finish(stream);
+        if (stream.tail === tail) stream.tail = undefined;
+      });
+    stream.tail = tail;
+    return tail;
+  }
+
+  private finish(stream: Stream): void {
+    stream.complete = true;
+    this.streams.delete(stream.id);
+    // The response is on the wire; a resumed or original stream of a request never lingers.
+    stream.conn?.end();
+    this.endIfEphemeralAndDone();
+  }
+
+  /** A stateless request's server lives exactly as long as its one POST. */
+  private endIfEphemeralAndDone(): void {
+    if (this.sessionId === undefined && this.streams.size === 0) this.terminate(undefined);
+  }
+
+  private finishJson(stream: Stream): void {
+    const json = stream.json!;
+    stream.json = undefined;
+    this.streams.delete(stream.id);
+    json.respond(JSON.stringify(json.batch ? json.messages : json.messages[0]));
+    this.endIfEphemeralAndDone();
+  }
+}
+
+export function asError(error: unknown, context?: string): Error {
+  const e = error instanceof Error ? error : new Error(String(error));
+  if (context) e.message = `${context}: ${e.message}`;
+  return e;
+}

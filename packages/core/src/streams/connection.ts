@@ -1,0 +1,61 @@
+import type { SseSink } from '../http/port.js';
+import { KEEP_ALIVE, retryField } from './frames.js';
+
+/**
+ * One live HTTP connection carrying a stream's events. A stream outlives its connections: when a
+ * connection ends, events go on into the store, and the next `GET` + `Last-Event-ID` gets a new
+ * connection.
+ */
+export class SseConnection {
+  closed = false;
+  lastWrite: number;
+  /** Frames up to this sequence number came with a replay; live copies of them are skipped. */
+  skipThrough = 0;
+  private readonly closeListeners: Array<() => void> = [];
+
+  constructor(
+    private readonly sink: SseSink,
+    private readonly maxBufferedBytes: number,
+    private readonly onOverflow: (conn: SseConnection) => void,
+    now: number,
+  ) {
+    this.lastWrite = now;
+    sink.onClose(() => this.markClosed());
+  }
+
+  /** Writes a frame; `seq` (of an event frame) lets a resumed connection skip what it replayed. */
+  write(frame: string, seq = Infinity): void {
+    if (this.closed || seq <= this.skipThrough) return;
+    this.sink.write(frame);
+    this.lastWrite = Date.now();
+    // A client that stops reading must not grow our memory: past the mark, hang up and let it
+    // resume from the store (every frame was stored before it was written).
+    if (this.sink.bufferedBytes > this.maxBufferedBytes) this.onOverflow(this);
+  }
+
+  keepAlive(now: number, idleMs: number): void {
+    if (this.closed || now - this.lastWrite < idleMs) return;
+    this.sink.write(KEEP_ALIVE);
+    this.lastWrite = now;
+  }
+
+  /** Ends the response; with `retryMs`, first tells the client when to come back. */
+  end(retryMs?: number): void {
+    if (this.closed) return;
+    if (retryMs !== undefined) this.sink.write(retryField(retryMs));
+    this.markClosed();
+    this.sink.end();
+  }
+
+  onClose(listener: () => void): void {
+    if (this.closed) listener();
+    else this.closeListeners.push(listener);
+  }
+
+  private markClosed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const l of this.closeListeners) l();
+    this.closeListeners.length = 0;
+  }
+}
