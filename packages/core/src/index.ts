@@ -16,3 +16,5 @@ export { parseMessages } from './http/messages.js';
 export { ErrorCode } from './http/errors.js';
 export type { Verdict, Rejection } from './http/errors.js';
 export { primingEvent, messageEvent, retryField } from './streams/frames.js';
+export { toFetchHandler } from './bridges/web.js';
+export type { FetchHandler, FetchHandlerOptions, FetchCallContext } from './bridges/web.js';
