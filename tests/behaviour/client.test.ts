@@ -1,0 +1,126 @@
+/**
+ * End to end with the SDK's own Client + StreamableHTTPClientTransport over real HTTP, against
+ * every adapter: what a user's client actually receives.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  CallToolResultSchema,
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { adapters, type ServerUnderTest } from '../support/adapters.js';
+
+interface WireLog {
+  /** When a response body ended, as the client saw it. */
+  ends: number[];
+  /** GETs that carried a Last-Event-ID, with the time the client sent them. */
+  resumes: Array<{ at: number; lastEventId: string }>;
+}
+
+/** A fetch that records when streams end and when the client comes back. */
+function recordingFetch(log: WireLog): typeof fetch {
+  return async (input, init) => {
+    const headers = new Headers(init?.headers);
+    const lastEventId = headers.get('last-event-id');
+    if ((init?.method ?? 'GET') === 'GET' && lastEventId) log.resumes.push({ at: performance.now(), lastEventId });
+    const response = await fetch(input, init);
+    if (!response.body) return response;
+    const body = response.body.pipeThrough(
+      new TransformStream({
+        flush() {
+          log.ends.push(performance.now());
+        },
+      }),
+    );
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
+async function connect(url: string, log: WireLog = { ends: [], resumes: [] }) {
+  const client = new Client({ name: 'e2e', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: {} } });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch(log) });
+  await client.connect(transport);
+  const steps: number[] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    const data = n.params.data as { step?: number };
+    if (typeof data?.step === 'number') steps.push(data.step);
+  });
+  return { client, transport, steps, log };
+}
+
+describe.each(adapters)('SDK client: $name', (adapter) => {
+  let sut: ServerUnderTest;
+  let clients: Client[] = [];
+  beforeEach(async () => {
+    sut = await adapter.start();
+  });
+  afterEach(async () => {
+    for (const c of clients) await c.close();
+    clients = [];
+    await sut.close();
+  });
+
+  it('long_task with closeEvery delivers every log once, in order, then the result, across several server closes', async () => {
+    const { client, steps, log } = await connect(sut.url);
+    clients.push(client);
+    const progress: number[] = [];
+    const result = await client.callTool({ name: 'long_task', arguments: { steps: 40, intervalMs: 40, closeEvery: 8, retryMs: 50 } }, CallToolResultSchema, {
+      onprogress: (p) => progress.push(p.progress),
+      timeout: 20_000,
+    });
+    expect(result.content).toEqual([{ type: 'text', text: 'completed 40 steps' }]);
+    expect(steps).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    expect(progress).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    // Closes after steps 8, 16, 24, 32: four reconnections, each from where the client was.
+    expect(log.resumes.length).toBe(4);
+    expect(new Set(log.resumes.map((r) => r.lastEventId)).size).toBe(4);
+    expect(sut.errors).toEqual([]);
+  });
+
+  it("the client's reconnect delay follows the retryMs of each closeSSEStream call", async () => {
+    const { client, log } = await connect(sut.url);
+    clients.push(client);
+    const measured: Record<number, number[]> = {};
+    for (const retryMs of [150, 1200]) {
+      log.ends.length = 0;
+      log.resumes.length = 0;
+      // One close after step 2; the tool finishes while the client waits, the resume replays it.
+      await client.callTool({ name: 'long_task', arguments: { steps: 4, intervalMs: 0, closeEvery: 2, retryMs } });
+      expect(log.resumes.length).toBe(1);
+      // Each resume follows the end of the stream the server closed just before it.
+      measured[retryMs] = log.resumes.map((r) => r.at - Math.max(...log.ends.filter((e) => e <= r.at)));
+    }
+    for (const [retry, delays] of Object.entries(measured)) {
+      for (const d of delays) {
+        expect(d, `retry ${retry}: waited ${d.toFixed(0)} ms`).toBeGreaterThanOrEqual(Number(retry) - 5);
+        expect(d, `retry ${retry}: waited ${d.toFixed(0)} ms`).toBeLessThan(Number(retry) + 400);
+      }
+    }
+  });
+
+  it('server-to-client requests (sampling, elicitation) work on the request stream', async () => {
+    const { client } = await connect(sut.url);
+    clients.push(client);
+    client.setRequestHandler(CreateMessageRequestSchema, async (req) => ({
+      model: 'test-model',
+      role: 'assistant',
+      content: { type: 'text', text: `echo: ${(req.params.messages[0]!.content as { text: string }).text}` },
+    }));
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { username: 'ada', email: 'ada@example.com' } }));
+    const sampled = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'hello' } });
+    expect(JSON.stringify(sampled.content)).toContain('echo: hello');
+    const elicited = await client.callTool({ name: 'test_elicitation', arguments: { message: 'who are you?' } });
+    expect(JSON.stringify(elicited.content)).toContain('ada@example.com');
+  });
+
+  it('test_reconnection returns its result on the resumed GET', async () => {
+    const { client, log } = await connect(sut.url);
+    clients.push(client);
+    const result = await client.callTool({ name: 'test_reconnection', arguments: {} });
+    expect(result.isError).toBeFalsy();
+    expect(log.resumes.length).toBe(1);
+  });
+});
