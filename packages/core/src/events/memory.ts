@@ -107,6 +107,9 @@ export class MemoryEventStore implements EventStore {
     this.events++;
     if (log.size > this.maxEventsPerStream) this.evictFirst(log);
     if (this.bytes > this.maxBytes || (this.qTime[this.qHead] as number) <= now - this.maxAgeMs) this.evictGlobal(now);
+    // Capped frames and deleted sessions leave stale index entries behind; without this the index
+    // grows with the append rate until the age limit, whatever maxEventsPerStream and maxBytes say.
+    if (this.qLog.length - this.qHead > 2 * this.events + 1024) this.compactIndex();
   }
 
   replayAfter(sessionId: string, streamId: string, afterSeq: number): ReplayResult {
@@ -126,6 +129,8 @@ export class MemoryEventStore implements EventStore {
   }
 
   deleteSession(sessionId: string): void {
+    // Tombstones first: a session whose streams are all tombstones has no bySession entry.
+    for (const [streamId, owner] of this.tombstones) if (owner === sessionId) this.tombstones.delete(streamId);
     const list = this.bySession.get(sessionId);
     if (!list) return;
     this.bySession.delete(sessionId);
@@ -135,7 +140,6 @@ export class MemoryEventStore implements EventStore {
       for (let i = log.head; i < log.frames.length; i++) this.bytes -= (log.frames[i] as string).length;
       this.events -= log.size;
     }
-    for (const [streamId, owner] of this.tombstones) if (owner === sessionId) this.tombstones.delete(streamId);
   }
 
   sweep(now: number = this.now()): void {
@@ -161,6 +165,25 @@ export class MemoryEventStore implements EventStore {
       this.qTime = this.qTime.slice(this.qHead);
       this.qHead = 0;
     }
+  }
+
+  /** Keeps only the index entries of frames still held; amortized O(1), as at least half are stale. */
+  private compactIndex(): void {
+    const qLog: StreamLog[] = [];
+    const qSeq: number[] = [];
+    const qTime: number[] = [];
+    for (let i = this.qHead; i < this.qLog.length; i++) {
+      const log = this.qLog[i] as StreamLog;
+      const seq = this.qSeq[i] as number;
+      if (log.deleted || seq < log.firstSeq || log.size === 0) continue;
+      qLog.push(log);
+      qSeq.push(seq);
+      qTime.push(this.qTime[i] as number);
+    }
+    this.qLog = qLog;
+    this.qSeq = qSeq;
+    this.qTime = qTime;
+    this.qHead = 0;
   }
 
   private evictFirst(log: StreamLog): void {

@@ -24,19 +24,20 @@ type CloseFn = (retryMs?: number) => void;
  * });
  */
 export function closeSSEStream(extra: SSEStreamControls, retryMs?: number): boolean {
-  return callClose(extra.closeSSEStream, retryMs);
+  return callClose(extra.closeSSEStream, retryMs, 'closeSSEStream');
 }
 
 /** Ends the session's standalone `GET` stream; the client reconnects after `retryMs`. */
 export function closeStandaloneSSEStream(extra: SSEStreamControls, retryMs?: number): boolean {
-  return callClose(extra.closeStandaloneSSEStream, retryMs);
+  return callClose(extra.closeStandaloneSSEStream, retryMs, 'closeStandaloneSSEStream');
 }
 
-function callClose(fn: SSEStreamControls['closeSSEStream'], retryMs: number | undefined): boolean {
-  if (typeof fn !== 'function') return false;
+function callClose(fn: SSEStreamControls['closeSSEStream'], retryMs: number | undefined, name: string): boolean {
+  // Validate before the no-callback exit, so a bad value fails in JSON/stateless mode too, not only in production.
   if (retryMs !== undefined && !(Number.isInteger(retryMs) && retryMs >= 0)) {
-    throw new RangeError(`closeSSEStream: retryMs must be a non-negative integer, got ${String(retryMs)}`);
+    throw new RangeError(`${name}: retryMs must be a non-negative integer, got ${String(retryMs)}`);
   }
+  if (typeof fn !== 'function') return false;
   const result = (fn as CloseFn)(retryMs) as unknown;
   return result !== false;
 }

@@ -1,0 +1,158 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MemoryEventStore, type EventStore, type McpHandlerOptions } from '@mcp-kit/core';
+import { resolveOptions } from '../src/options.js';
+
+const server = (() => {
+  throw new Error('not called by resolveOptions');
+}) as McpHandlerOptions['server'];
+
+describe('resolveOptions: defaults', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it('fills every documented default', () => {
+    const o = resolveOptions({ server });
+    expect(o.server).toBe(server);
+    expect(o.retryMs).toBe(1000);
+    expect(o.stateless).toBe(false);
+    expect(o.jsonResponse).toBe(false);
+    expect(o.keepAliveMs).toBe(15_000);
+    expect(o.maxStreamDurationMs).toBeUndefined();
+    expect(o.sessionIdleTtlMs).toBe(30 * 60_000);
+    expect(o.maxSessions).toBe(10_000);
+    expect(o.maxBodyBytes).toBe(4 * 1024 * 1024);
+    expect(o.maxBufferedBytes).toBe(4 * 1024 * 1024);
+    expect(o.dnsRebindingProtection).toBe('auto');
+    expect(o.legacyPolling).toBe(false);
+    expect(o.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]', '::1']);
+    expect(o.allowedOrigins).toEqual(o.allowedHosts);
+  });
+
+  it('builds a MemoryEventStore with default limits', () => {
+    const o = resolveOptions({ server });
+    expect(o.eventStore).toBeInstanceOf(MemoryEventStore);
+    const store = o.eventStore as MemoryEventStore;
+    expect([store.maxEventsPerStream, store.maxBytes, store.maxAgeMs, store.maxTombstones]).toEqual([10_000, 64 * 1024 * 1024, 15 * 60_000, 10_000]);
+  });
+
+  it('gives each handler its own default store', () => {
+    expect(resolveOptions({ server }).eventStore).not.toBe(resolveOptions({ server }).eventStore);
+  });
+
+  it('reports errors with console.error by default', () => {
+    const spy = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const error = new Error('boom');
+    resolveOptions({ server }).onError(error);
+    expect(spy).toHaveBeenCalledWith('[mcp-kit]', error);
+  });
+});
+
+describe('resolveOptions: given values', () => {
+  it('keeps valid values, including 0 where 0 is allowed', () => {
+    const onError = () => {};
+    const o = resolveOptions({
+      server,
+      retryMs: 0,
+      keepAliveMs: 0,
+      stateless: true,
+      jsonResponse: true,
+      maxStreamDurationMs: 25_000,
+      sessionIdleTtlMs: 1,
+      maxSessions: 2,
+      maxBodyBytes: 3,
+      maxBufferedBytes: 4,
+      dnsRebindingProtection: true,
+      legacyPolling: true,
+      onError,
+    });
+    expect(o).toMatchObject({
+      retryMs: 0,
+      keepAliveMs: 0,
+      stateless: true,
+      jsonResponse: true,
+      maxStreamDurationMs: 25_000,
+      sessionIdleTtlMs: 1,
+      maxSessions: 2,
+      maxBodyBytes: 3,
+      maxBufferedBytes: 4,
+      dnsRebindingProtection: true,
+      legacyPolling: true,
+    });
+    expect(o.onError).toBe(onError);
+  });
+
+  it('uses a given EventStore as is', () => {
+    const custom: EventStore = {
+      createStream: () => {},
+      append: () => {},
+      replayAfter: () => ({ ok: false, reason: 'unknown' }),
+      deleteSession: () => {},
+    };
+    expect(resolveOptions({ server, eventStore: custom }).eventStore).toBe(custom);
+    const memory = new MemoryEventStore();
+    expect(resolveOptions({ server, eventStore: memory }).eventStore).toBe(memory);
+  });
+
+  it('builds a MemoryEventStore from limits', () => {
+    const store = resolveOptions({ server, eventStore: { maxEventsPerStream: 5, maxBytes: 6, maxAgeMs: 7, maxTombstones: 8 } }).eventStore;
+    expect(store).toBeInstanceOf(MemoryEventStore);
+    const m = store as MemoryEventStore;
+    expect([m.maxEventsPerStream, m.maxBytes, m.maxAgeMs, m.maxTombstones]).toEqual([5, 6, 7, 8]);
+  });
+
+  it('lower-cases hosts and origins and strips a trailing slash from origins', () => {
+    const o = resolveOptions({ server, allowedHosts: ['MCP.Example.com'], allowedOrigins: ['HTTPS://App.Example.com/', 'Other.Example.com'] });
+    expect(o.allowedHosts).toEqual(['mcp.example.com']);
+    expect(o.allowedOrigins).toEqual(['https://app.example.com', 'other.example.com']);
+  });
+
+  it('defaults allowedOrigins to the given allowedHosts', () => {
+    const o = resolveOptions({ server, allowedHosts: ['Mcp.Internal'] });
+    expect(o.allowedOrigins).toEqual(['mcp.internal']);
+  });
+
+  it('does not share the default host list between handlers', () => {
+    const a = resolveOptions({ server });
+    a.allowedHosts.push('evil.com');
+    expect(resolveOptions({ server }).allowedHosts).not.toContain('evil.com');
+  });
+});
+
+describe('resolveOptions: errors', () => {
+  it('throws a TypeError that shows how to pass `server`', () => {
+    const message = 'createMcpHandler: `server` must be a function that returns a new McpServer, e.g. { server: () => buildServer() }';
+    expect(() => resolveOptions(undefined as unknown as McpHandlerOptions)).toThrow(TypeError);
+    expect(() => resolveOptions(undefined as unknown as McpHandlerOptions)).toThrow(message);
+    expect(() => resolveOptions({} as McpHandlerOptions)).toThrow(message);
+    expect(() => resolveOptions({ server: {} } as unknown as McpHandlerOptions)).toThrow(TypeError);
+  });
+
+  const nonNegative = ['retryMs', 'keepAliveMs'] as const;
+  for (const name of nonNegative) {
+    for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      it(`rejects ${name} = ${bad} with a RangeError naming it`, () => {
+        expect(() => resolveOptions({ server, [name]: bad })).toThrow(RangeError);
+        expect(() => resolveOptions({ server, [name]: bad })).toThrow(
+          `createMcpHandler: ${name} must be a non-negative integer (ms), got ${String(bad)}`,
+        );
+      });
+    }
+  }
+
+  const positive = ['maxStreamDurationMs', 'sessionIdleTtlMs', 'maxSessions', 'maxBodyBytes', 'maxBufferedBytes'] as const;
+  for (const name of positive) {
+    for (const bad of [0, -5, 2.5, Number.NaN]) {
+      it(`rejects ${name} = ${bad} with a RangeError naming it`, () => {
+        expect(() => resolveOptions({ server, [name]: bad })).toThrow(RangeError);
+        expect(() => resolveOptions({ server, [name]: bad })).toThrow(`createMcpHandler: ${name} must be a positive integer, got ${String(bad)}`);
+      });
+    }
+  }
+
+  it('passes on the store limit errors', () => {
+    expect(() => resolveOptions({ server, eventStore: { maxBytes: 0 } })).toThrow(
+      new RangeError('MemoryEventStore: maxBytes must be a positive integer, got 0'),
+    );
+  });
+});
