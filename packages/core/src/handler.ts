@@ -72,8 +72,12 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     return session;
   }
 
+  /**
+   * The version a session negotiated at initialize decides priming, polling and batches; the
+   * request header only stands in when the session did not learn one (stateless requests).
+   */
   function versionOf(req: CoreRequest, session: Session | undefined): string {
-    return header(req.headers, 'mcp-protocol-version') ?? session?.protocolVersion ?? DEFAULT_NEGOTIATED_VERSION;
+    return session?.protocolVersion ?? header(req.headers, 'mcp-protocol-version') ?? DEFAULT_NEGOTIATED_VERSION;
   }
 
   function polls(version: string): boolean {

@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+// The README's two commands: `npm run demo` and `npm test`. Works on a machine with only Node.js
+// and npm: pnpm comes through npx (pinned), dependencies are installed on first use.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const PNPM = ['-y', 'pnpm@10.34.9'];
+process.env.NEXT_TELEMETRY_DISABLED = '1';
+process.env.TURBO_TELEMETRY_DISABLED = '1';
+process.env.DO_NOT_TRACK = '1';
+
+function run(cmd, args, opts = {}) {
+  console.log(`\n$ ${cmd} ${args.join(' ')}`);
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: process.env, ...opts });
+  return r.status ?? 1;
+}
+
+function must(cmd, args) {
+  const status = run(cmd, args);
+  if (status !== 0) {
+    console.error(`\n✗ ${cmd} ${args.join(' ')} failed (exit ${status})`);
+    process.exit(status);
+  }
+}
+
+function prepare() {
+  if (!existsSync(join(root, 'node_modules', '.modules.yaml'))) must('npx', [...PNPM, 'install', '--frozen-lockfile']);
+  must('npx', [...PNPM, 'build']);
+}
+
+const task = process.argv[2];
+if (task === 'demo') {
+  prepare();
+  process.exit(run('node', ['scripts/demo.mjs', ...process.argv.slice(3)]));
+} else if (task === 'test') {
+  prepare();
+  must('npx', [...PNPM, 'run', 'typecheck']);
+  must('npx', [...PNPM, 'run', 'lint']);
+  mkdirSync(join(root, 'results'), { recursive: true });
+  const unit = run('npx', [...PNPM, 'exec', 'vitest', 'run', '--reporter=default', '--reporter=json', '--outputFile.json=results/vitest.json']);
+  let passed = 0;
+  let failed = 0;
+  try {
+    const report = JSON.parse(readFileSync(join(root, 'results', 'vitest.json'), 'utf8'));
+    passed += report.numPassedTests;
+    failed += report.numFailedTests + (report.numTotalTests === 0 ? 1 : 0);
+  } catch {
+    failed++;
+  }
+  if (unit !== 0 && failed === 0) failed++;
+  const apps = JSON.parse(readFileSync(join(root, 'scripts', 'conformance-apps.json'), 'utf8'));
+  for (const app of apps) {
+    if (run('node', ['scripts/conformance.mjs', app]) === 0) passed++;
+    else failed++;
+  }
+  console.log(`\ntests: ${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 ? 0 : 1);
+} else {
+  console.error('usage: node scripts/run.mjs demo|test');
+  process.exit(2);
+}
