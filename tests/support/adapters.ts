@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createMcpHandler, type McpHandler, type McpHandlerOptions } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
+import Koa from 'koa';
+import { mcpKoa } from '@mcp-kit/koa';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 
 /** Options a behaviour test may set; every adapter must honour them. */
@@ -60,4 +62,15 @@ export const expressAdapter: Adapter = {
   },
 };
 
-export const adapters: Adapter[] = [expressAdapter];
+export const koaAdapter: Adapter = {
+  name: 'koa',
+  async start(options = {}) {
+    const errors: Error[] = [];
+    const handler = handlerFor(options, errors);
+    const app = new Koa();
+    app.use(mcpKoa(handler, { path: '/mcp' }));
+    return listen(createServer(app.callback()), handler, '/mcp', errors);
+  },
+};
+
+export const adapters: Adapter[] = [expressAdapter, koaAdapter];

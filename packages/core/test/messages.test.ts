@@ -159,3 +159,12 @@ describe('allowsBatches', () => {
     expect(allowsBatches('2025-11-25')).toBe(false);
   });
 });
+
+describe('initialize in a batch', () => {
+  it('rejects even a one-item batch', async () => {
+    const { parseMessages } = await import('../src/http/messages.js');
+    const r = parseMessages([{ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }], true);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.message).toMatch(/initialize must be sent alone/);
+  });
+});

@@ -25,7 +25,7 @@ describe('resolveOptions: defaults', () => {
     expect(o.maxBufferedBytes).toBe(4 * 1024 * 1024);
     expect(o.dnsRebindingProtection).toBe('auto');
     expect(o.legacyPolling).toBe(false);
-    expect(o.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]', '::1']);
+    expect(o.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]']);
     expect(o.allowedOrigins).toEqual(o.allowedHosts);
   });
 

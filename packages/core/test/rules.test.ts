@@ -236,3 +236,12 @@ describe('hostName, header, isLoopbackAddress', () => {
     for (const a of [undefined, '', '10.0.0.1', '::ffff:10.0.0.1', '0.0.0.0', '::']) expect(isLoopbackAddress(a), String(a)).toBe(false);
   });
 });
+
+describe('Accept with q=0', () => {
+  it('treats q=0 as not acceptable', async () => {
+    const { checkAccept } = await import('../src/http/rules.js');
+    expect(checkAccept('GET', 'text/event-stream;q=0').ok).toBe(false);
+    expect(checkAccept('GET', 'text/event-stream; q=0.1').ok).toBe(true);
+    expect(checkAccept('POST', 'application/json, text/event-stream;q=0').ok).toBe(false);
+  });
+});

@@ -34,8 +34,18 @@ export function mcpExpress(handler: McpHandler, options: McpExpressOptions = {})
       parsedBody: req.body,
       hasParsedBody: parsed,
       authInfo: getAuthInfo(req),
+      url: requestUrl(req),
     }).catch(next);
   };
+}
+
+/** The full URL for `extra.requestInfo.url`; honours `trust proxy` through `req.protocol`. */
+function requestUrl(req: Request): URL | undefined {
+  try {
+    return new URL(req.originalUrl, `${req.protocol}://${req.get('host') ?? 'localhost'}`);
+  } catch {
+    return undefined;
+  }
 }
 
 export type { McpHandler } from '@mcp-kit/core';

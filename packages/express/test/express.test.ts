@@ -162,4 +162,39 @@ describe('mcpExpress', () => {
     expect(res.status).toBe(403);
     expect(res.body.error.message).toMatch(/another principal/);
   });
+
+  it('answers 400 when another middleware consumed the body without parsing it (instead of hanging)', async () => {
+    const app = express();
+    app.use((req, _res, next) => {
+      req.resume();
+      req.on('end', () => next());
+    });
+    app.use('/mcp', mcpExpress(handler()));
+    const res = await request(app).post('/mcp').set(HEADERS).send(INIT);
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toMatch(/already read by another middleware/);
+  });
+
+  it('passes the full URL to tool handlers as requestInfo.url', async () => {
+    let seen: URL | undefined;
+    const h = createMcpHandler({
+      server: () => {
+        const server = new McpServer({ name: 'url-test', version: '1' });
+        server.registerTool('where', {}, async (extra) => {
+          seen = extra.requestInfo?.url;
+          return { content: [{ type: 'text', text: 'here' }] };
+        });
+        return server;
+      },
+    });
+    handlers.push(h);
+    const app = express();
+    app.use('/api/mcp', mcpExpress(h));
+    const client = new Client({ name: 'url', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${await listen(app)}/api/mcp?tenant=7`)));
+    await client.callTool({ name: 'where', arguments: {} });
+    await client.close();
+    expect(seen?.pathname).toBe('/api/mcp');
+    expect(seen?.searchParams.get('tenant')).toBe('7');
+  });
 });

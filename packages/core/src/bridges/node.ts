@@ -74,6 +74,10 @@ export function nodeResponder(res: ServerResponse): CoreResponder {
 }
 
 function readNodeBody(req: IncomingMessage, limit: number): Promise<BodyText> {
+  // Another middleware consumed the stream without leaving a body: waiting for 'end' would hang.
+  if (req.readableEnded) {
+    return Promise.resolve({ ok: false, tooLarge: false, error: new Error('the request body was already read by another middleware; put a JSON body parser before mcp-kit, or none') });
+  }
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) return Promise.resolve({ ok: false, tooLarge: true });
   return new Promise((resolve) => {

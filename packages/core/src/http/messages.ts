@@ -57,7 +57,7 @@ export function parseMessages(body: unknown, allowBatch: boolean): ParsedBody | 
       return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: not a request, notification or response`);
     }
   }
-  if (initialize && list.length > 1) {
+  if (initialize && batch) {
     return reject(400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must be sent alone, not in a batch');
   }
   if (new Set(requestIds).size !== requestIds.length) {

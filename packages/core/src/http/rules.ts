@@ -21,8 +21,12 @@ export function checkMethod(method: string, stateless: boolean): Verdict {
 function accepts(accept: string, type: string): boolean {
   const [major] = type.split('/');
   for (const part of accept.split(',')) {
-    const media = (part.split(';')[0] ?? '').trim().toLowerCase();
-    if (media === type || media === '*/*' || media === `${major}/*`) return true;
+    const [mediaPart, ...params] = part.split(';');
+    const media = (mediaPart ?? '').trim().toLowerCase();
+    if (media !== type && media !== '*/*' && media !== `${major}/*`) continue;
+    // q=0 means "not acceptable" (RFC 9110 §12.4.2).
+    const q = params.map((p) => p.trim().toLowerCase()).find((p) => p.startsWith('q='));
+    if (q === undefined || Number(q.slice(2)) > 0) return true;
   }
   return false;
 }
@@ -57,7 +61,7 @@ export interface HostCheck {
   allowedOrigins: readonly string[];
 }
 
-export const LOCAL_HOSTS: readonly string[] = ['localhost', '127.0.0.1', '[::1]', '::1'];
+export const LOCAL_HOSTS: readonly string[] = ['localhost', '127.0.0.1', '[::1]'];
 
 /** Host name of a `Host` header value, lower-cased, without port. */
 export function hostName(hostHeader: string): string {
