@@ -68,6 +68,17 @@ describe.each(adapters)('wire: $name', (adapter) => {
     expect(received.map((b) => seqOf(b.id))).toEqual([1, 2, 3, 4, 5, 6, 7]);
   });
 
+  it("a resumed stream's priming event repeats the retry of the stream's last close, so the pace sticks", async () => {
+    const { headers } = await openSession(api);
+    const post = await api.postSse(callTool(2, 'long_task', { steps: 4, intervalMs: 200, closeEvery: 2, retryMs: 777 }), headers);
+    await post.ended_();
+    const cursor = post.blocks.filter((b) => b.data).at(-1)!.id!;
+    const resumed = await api.getSse({ ...headers, 'last-event-id': cursor });
+    expect(await resumed.next()).toMatchObject({ id: cursor, retry: 777, data: '' });
+    await resumed.until((m) => m.id === 2);
+    await resumed.ended_();
+  });
+
   it('replays exactly the frames after a given id, byte for byte, and ends a completed stream at once', async () => {
     const { headers } = await openSession(api);
     const post = await api.postSse(callTool(2, 'long_task', { steps: 5, intervalMs: 0 }), headers);

@@ -272,7 +272,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
         if (round > 0) break;
         return result.reason === 'evicted'
           ? fail(res, reject(410, ErrorCode.ServerError, 'Gone: the events after this Last-Event-ID were evicted by the event store retention limits; this stream cannot be resumed without loss'))
-          : fail(res, reject(404, ErrorCode.ServerError, 'Not Found: Last-Event-ID does not belong to any stream of this session'));
+          : fail(res, reject(404, ErrorCode.ServerError, 'Not Found: Last-Event-ID names no event of this session (unknown, another session\'s, or past the end of its stream)'));
       }
       for (const f of result.frames) frames.push(f);
       last = result.lastSeq;
@@ -283,7 +283,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     const conn = session.newConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': sessionId }));
     const active = session.activeStream(cursor.streamId);
     const closable = active ? active.closable : modern;
-    if (closable) session.prime(cursor.streamId, cursor.seq, conn);
+    if (closable) session.prime(cursor.streamId, cursor.seq, conn, active?.retryMs ?? opts.retryMs);
     for (const frame of frames) conn.write(frame);
     if (complete || !active || session.closed) {
       conn.end();

@@ -140,8 +140,8 @@ export class Session implements Transport {
   }
 
   /** Writes the priming event: a cursor into the stream and the retry hint. */
-  prime(streamId: string, seq: number, conn: SseConnection): void {
-    conn.write(primingEvent(eventId(streamId, seq), this.options.retryMs));
+  prime(streamId: string, seq: number, conn: SseConnection, retryMs: number = this.options.retryMs): void {
+    conn.write(primingEvent(eventId(streamId, seq), retryMs));
   }
 
   get hasStandalone(): boolean {
@@ -169,14 +169,16 @@ export class Session implements Transport {
   closeRequestStream(id: RequestId, retryMs?: number): boolean {
     const stream = this.byRequest.get(id);
     if (!stream || !stream.closable) return false;
-    stream.conn?.end(retryMs ?? this.options.retryMs);
+    if (retryMs !== undefined) stream.retryMs = retryMs;
+    stream.conn?.end(retryMs ?? stream.retryMs ?? this.options.retryMs);
     return true;
   }
 
   closeStandalone(retryMs?: number): boolean {
     const stream = this.standalone;
     if (!stream || !stream.closable) return false;
-    stream.conn?.end(retryMs ?? this.options.retryMs);
+    if (retryMs !== undefined) stream.retryMs = retryMs;
+    stream.conn?.end(retryMs ?? stream.retryMs ?? this.options.retryMs);
     return true;
   }
 

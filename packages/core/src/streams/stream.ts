@@ -9,6 +9,8 @@ export class Stream {
   seq = 0;
   conn: SseConnection | undefined;
   complete = false;
+  /** The retry the last closeSSEStream asked for; resumed streams repeat it so the pace sticks. */
+  retryMs: number | undefined;
   /** Pending store writes, when the store is asynchronous; frames go out in order behind it. */
   tail: Promise<void> | undefined;
   /** JSON-response mode: the answers gathered until the last one arrives. */
