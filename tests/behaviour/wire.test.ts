@@ -2,6 +2,7 @@
  * Wire-level behaviour of Streamable HTTP + SEP-1699, on raw bytes, run against every adapter.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MemoryEventStore, type EventStore } from '@mcp-kit/core';
 import { adapters, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
 import { callTool, errorOf, http, initializeRequest, openSession, PROTOCOL, rawRequest, type McpHttp, type SseBlock } from '../support/sse.js';
 
@@ -223,6 +224,32 @@ describe.each(adapters)('wire: $name', (adapter) => {
     const ok = await api.postSse(callTool(5, 'test_simple_text'), headers);
     const done = await ok.until((m) => m.id === 5);
     expect(JSON.parse(done.at(-1)!.data!).result.content[0].type).toBe('text');
+  });
+
+  it('answers 503 when the event store fails, reports it through onError, and keeps serving', async () => {
+    const memory = new MemoryEventStore();
+    let broken = false;
+    const store: EventStore = {
+      createStream: (key) => {
+        if (broken) throw new Error('store down');
+        return memory.createStream(key);
+      },
+      append: (...args) => memory.append(...args),
+      replayAfter: (...args) => memory.replayAfter(...args),
+      deleteSession: (id) => memory.deleteSession(id),
+    };
+    await start({ eventStore: store });
+    const { headers } = await openSession(api);
+    broken = true;
+    const res = await api.post(callTool(2, 'test_simple_text'), headers);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(await errorOf(res)).toMatchObject({ status: 503, code: -32000 });
+    expect(sut.errors.map((e) => e.message)).toEqual(['event store createStream failed: store down']);
+    broken = false;
+    sut.errors.length = 0;
+    // The failed request left nothing behind: the same id can be used again.
+    const ok = await api.postSse(callTool(2, 'test_simple_text'), headers);
+    await ok.until((m) => m.id === 2);
   });
 
   it('refuses bodies over maxBodyBytes with 413', async () => {

@@ -9,6 +9,7 @@ import { checkAccept, checkContentType, checkHostAndOrigin, checkMethod, checkPr
 import { resolveOptions, type ConnectableServer, type McpHandlerOptions, type ResolvedOptions } from './options.js';
 import { SessionRegistry } from './session/registry.js';
 import { asError, type Inbound, type Session } from './session/session.js';
+import type { Stream } from './streams/stream.js';
 
 /** Version assumed when a client sends no `MCP-Protocol-Version` (what the spec prescribes). */
 const DEFAULT_NEGOTIATED_VERSION = '2025-03-26';
@@ -108,14 +109,25 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     }
   }
 
-  async function connectServer(session: Session): Promise<ConnectableServer> {
-    const server = await opts.server({ sessionId: session.sessionId });
-    if (!server || typeof (server as { connect?: unknown }).connect !== 'function') {
-      throw new TypeError('createMcpHandler: the `server` factory must return an McpServer (or SDK Server) with connect()');
+  /**
+   * Connects a new server from the user's factory to the session; a factory that throws is the
+   * application's bug, so the client gets a 500 and `onError` the cause.
+   */
+  async function connectServer(session: Session, res: CoreResponder): Promise<boolean> {
+    try {
+      const server: ConnectableServer = await opts.server({ sessionId: session.sessionId });
+      if (!server || typeof (server as { connect?: unknown }).connect !== 'function') {
+        throw new TypeError('createMcpHandler: the `server` factory must return an McpServer (or SDK Server) with connect()');
+      }
+      session.attachServer(server);
+      await server.connect(session);
+      return true;
+    } catch (error) {
+      session.terminate(undefined);
+      opts.onError(asError(error, 'server factory failed'));
+      res.send(500, JSON_HEADERS, errorBody(-32603, 'Internal error: could not create the MCP server'));
+      return false;
     }
-    session.attachServer(server);
-    await server.connect(session);
-    return server;
   }
 
   async function post(req: CoreRequest, res: CoreResponder): Promise<void> {
@@ -158,16 +170,23 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     }
     const session = registry.create();
     session.owner = principalOf(req.authInfo);
-    try {
-      await connectServer(session);
-    } catch (error) {
-      session.terminate(undefined);
-      opts.onError(asError(error, 'server factory failed'));
-      return res.send(500, JSON_HEADERS, errorBody(-32603, 'Internal error: could not create the MCP server for this session'));
-    }
+    if (!(await connectServer(session, res))) return;
     const requested = (parsed.messages[0] as { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
     const version = typeof requested === 'string' && supported.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
     await respond(req, res, session, parsed, version);
+  }
+
+  /** Registers a stream with the store before its priming event promises a cursor into it. */
+  async function registerStream(session: Session, stream: Stream, res: CoreResponder): Promise<boolean> {
+    try {
+      await opts.eventStore.createStream(session.streamKey(stream));
+      return true;
+    } catch (error) {
+      session.dropStream(stream);
+      opts.onError(asError(error, 'event store createStream failed'));
+      fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }));
+      return false;
+    }
   }
 
   /** Answers a POST that carries requests: one JSON body, or an SSE stream. */
@@ -185,14 +204,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     }
     const resumable = session.sessionId !== undefined;
     const stream = session.openRequestStream(parsed.requestIds, resumable, resumable && polls(version));
-    if (resumable) {
-      try {
-        await opts.eventStore.createStream(session.streamKey(stream));
-      } catch (error) {
-        opts.onError(asError(error, 'event store createStream failed'));
-        return fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }));
-      }
-    }
+    if (resumable && !(await registerStream(session, stream, res))) return;
     const conn = session.newConnection(res.stream({ ...SSE_HEADERS, ...sessionHeader }));
     if (stream.closable) session.prime(stream.id, 0, conn);
     session.attach(stream, conn);
@@ -205,13 +217,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     const v = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), supported);
     if (!v.ok) return fail(res, v);
     const session = registry.ephemeral();
-    try {
-      await connectServer(session);
-    } catch (error) {
-      session.terminate(undefined);
-      opts.onError(asError(error, 'server factory failed'));
-      return res.send(500, JSON_HEADERS, errorBody(-32603, 'Internal error: could not create the MCP server'));
-    }
+    if (!(await connectServer(session, res))) return;
     if (parsed.requestIds.length === 0) {
       session.dispatch(parsed.messages, inboundOf(req));
       res.send(202, {}, undefined);
@@ -233,14 +239,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     if (lastEventId === undefined || lastEventId === '') {
       const isNew = !session.hasStandalone;
       const stream = session.standaloneStream(true, modern);
-      if (isNew) {
-        try {
-          await opts.eventStore.createStream(session.streamKey(stream));
-        } catch (error) {
-          opts.onError(asError(error, 'event store createStream failed'));
-          return fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }));
-        }
-      }
+      if (isNew && !(await registerStream(session, stream, res))) return;
       const conn = session.newConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': session.sessionId as string }));
       if (modern) session.prime(stream.id, stream.seq, conn);
       session.attach(stream, conn);

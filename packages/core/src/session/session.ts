@@ -118,6 +118,13 @@ export class Session implements Transport {
     return { sessionId: this.sessionId as string, streamId: stream.id };
   }
 
+  /** Forgets a stream that never went on the wire (its store registration failed). */
+  dropStream(stream: Stream): void {
+    this.streams.delete(stream.id);
+    for (const id of stream.pending) this.byRequest.delete(id);
+    if (this.standalone === stream) this.standalone = undefined;
+  }
+
   /** Puts a new connection under a stream, replacing a stale one. */
   attach(stream: Stream, conn: SseConnection): void {
     const previous = stream.conn;
