@@ -73,9 +73,18 @@ function webResponder(resolve: (response: Response) => void, signal: AbortSignal
       const markClosed = () => {
         if (closed) return;
         closed = true;
-        signal.removeEventListener('abort', markClosed);
+        signal.removeEventListener('abort', onAbort);
         for (const l of listeners) l();
         listeners.length = 0;
+      };
+      // The client left: stop writing, and end the body in case the host does not cancel it.
+      const onAbort = () => {
+        markClosed();
+        try {
+          controller.close();
+        } catch {
+          // Already cancelled by the consumer.
+        }
       };
       // A high-water mark of 0 makes desiredSize = -(bytes queued), i.e. what the peer hasn't taken.
       const body = new ReadableStream<Uint8Array>(
@@ -87,8 +96,10 @@ function webResponder(resolve: (response: Response) => void, signal: AbortSignal
         },
         { highWaterMark: 0, size: (chunk) => chunk.byteLength },
       );
-      signal.addEventListener('abort', markClosed);
+      signal.addEventListener('abort', onAbort);
       resolve(new Response(body, { status: 200, headers }));
+      // A client that left while the request was being read never fires 'abort' again.
+      if (signal.aborted) onAbort();
       return {
         write(chunk) {
           if (closed) return false;
