@@ -10,6 +10,7 @@ export default defineConfig({
       '@mcp-kit/core': src('core'),
       '@mcp-kit/express': src('express'),
       '@mcp-kit/fixtures': src('fixtures'),
+      '@mcp-kit/next': src('next'),
       '@mcp-kit/koa': src('koa'),
     },
   },

@@ -1,0 +1,25 @@
+import { createMcpHandler } from '@mcp-kit/core';
+import { createFixtureServer } from '@mcp-kit/fixtures';
+import { getOrCreate, mcpNext } from '@mcp-kit/next';
+
+// Cached on globalThis: `next dev` re-evaluates this module on edits, and sessions must outlive that.
+const mcp = getOrCreate('next-example', () =>
+  createMcpHandler({
+    server: () => createFixtureServer({ name: 'mcp-kit-next-example' }),
+    retryMs: Number(process.env.RETRY_MS ?? 1000),
+    // A route handler cannot see its socket, so 'auto' cannot tell we listen on loopback: say so.
+    dnsRebindingProtection: true,
+    allowedHosts: ['localhost', '127.0.0.1', '[::1]'],
+    // The conformance suite never DELETEs its sessions; don't keep them around for long.
+    sessionIdleTtlMs: Number(process.env.SESSION_TTL_MS ?? 5 * 60_000),
+    // As under a serverless 60 s limit: end every SSE connection before it; clients resume.
+    maxStreamDurationMs: Number(process.env.MAX_STREAM_MS ?? 55_000),
+  }),
+);
+
+export const { GET, POST, DELETE } = mcpNext(mcp);
+
+// Sessions and SSE streams live in the Node.js server process; the edge runtime has neither.
+export const runtime = 'nodejs';
+// An MCP endpoint answers per request: never prerender or cache it.
+export const dynamic = 'force-dynamic';

@@ -1,0 +1,71 @@
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { toFetchHandler, type McpHandler } from '@mcp-kit/core';
+
+export interface McpNextOptions {
+  /**
+   * Where tool handlers' `extra.authInfo` comes from. Verify the token here (or read what your
+   * middleware verified) and return `undefined` for anonymous requests. Default: none.
+   *
+   * @example
+   * getAuthInfo: async (req) => {
+   *   const token = req.headers.get('authorization')?.replace(/^Bearer /i, '');
+   *   return token ? await verifyToken(token) : undefined; // → { token, clientId, scopes, extra }
+   * }
+   */
+  getAuthInfo?: (req: Request) => AuthInfo | undefined | Promise<AuthInfo | undefined>;
+  /**
+   * The address the server listens on, e.g. `'127.0.0.1'`. A route handler cannot see its socket,
+   * so `dnsRebindingProtection: 'auto'` only turns on when this is a loopback address; or set
+   * `dnsRebindingProtection: true` on the handler. Default: unknown.
+   */
+  localAddress?: string;
+}
+
+/** A Next.js App Router route handler. */
+export type McpRouteHandler = (request: Request) => Promise<Response>;
+
+/** What `app/mcp/route.ts` exports. */
+export interface McpRouteHandlers {
+  GET: McpRouteHandler;
+  POST: McpRouteHandler;
+  DELETE: McpRouteHandler;
+}
+
+/**
+ * Serves an mcp-kit handler from a Next.js App Router route. SSE goes out through the web bridge's
+ * `ReadableStream`, event by event; a client that disconnects aborts `request.signal` and the
+ * stream, and resumes with `GET` + `Last-Event-ID`. Sessions live in the Node.js server process,
+ * so create the handler with {@link getOrCreate} to keep them across dev-mode reloads.
+ *
+ * @example
+ * // app/mcp/route.ts
+ * const mcp = getOrCreate('mcp', () => createMcpHandler({
+ *   server: () => buildServer(),
+ *   maxStreamDurationMs: 50_000, // close streams before the platform's 60 s limit; clients resume
+ * }));
+ * export const { GET, POST, DELETE } = mcpNext(mcp);
+ * export const runtime = 'nodejs';        // sessions and streams need the Node.js runtime
+ * export const dynamic = 'force-dynamic'; // never prerender or cache an MCP endpoint
+ */
+export function mcpNext(handler: McpHandler, options: McpNextOptions = {}): McpRouteHandlers {
+  const fetchHandler = toFetchHandler(handler, options);
+  // Next passes `{ params }` as the second argument; keep it away from the bridge's call context.
+  const route: McpRouteHandler = (request) => fetchHandler(request);
+  return { GET: route, POST: route, DELETE: route };
+}
+
+/**
+ * Returns the value cached on `globalThis` under `name`, creating it on first use. `next dev`
+ * re-evaluates route modules on every edit, and a route's bundle may hold its own copy of a module;
+ * a process-wide cache keeps one handler, and so one set of sessions, per server process.
+ * In dev, a cached handler keeps its original `server` factory: restart to pick up tool changes.
+ */
+export function getOrCreate<T>(name: string, create: () => T): T {
+  const cache = globalThis as unknown as Record<symbol, T | undefined>;
+  const key = Symbol.for(`@mcp-kit/next:${name}`);
+  return (cache[key] ??= create());
+}
+
+export type { McpHandler } from '@mcp-kit/core';
+export { toFetchHandler } from '@mcp-kit/core';
+export type { FetchHandler, FetchHandlerOptions } from '@mcp-kit/core';
