@@ -1,5 +1,8 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import express from 'express';
 import { createMcpHandler, type McpHandler, type McpHandlerOptions } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
@@ -21,6 +24,8 @@ export interface ServerUnderTest {
 /** One way of serving the core: the behaviour suite runs against each. */
 export interface Adapter {
   name: string;
+  /** Runs in the test process, so options may hold functions (custom stores, callbacks). */
+  inProcess: boolean;
   start(options?: HarnessOptions): Promise<ServerUnderTest>;
 }
 
@@ -53,6 +58,7 @@ export async function listen(server: Server, handler: McpHandler, path: string, 
 
 export const expressAdapter: Adapter = {
   name: 'express',
+  inProcess: true,
   async start(options = {}) {
     const errors: Error[] = [];
     const handler = handlerFor(options, errors);
@@ -64,6 +70,7 @@ export const expressAdapter: Adapter = {
 
 export const koaAdapter: Adapter = {
   name: 'koa',
+  inProcess: true,
   async start(options = {}) {
     const errors: Error[] = [];
     const handler = handlerFor(options, errors);
@@ -73,4 +80,69 @@ export const koaAdapter: Adapter = {
   },
 };
 
-export const adapters: Adapter[] = [expressAdapter, koaAdapter];
+const nextApp = fileURLToPath(new URL('../../apps/next-example/', import.meta.url));
+const nextBin = fileURLToPath(new URL('../../apps/next-example/node_modules/next/dist/bin/next', import.meta.url));
+
+async function freePort(): Promise<number> {
+  const srv = createNetServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as AddressInfo;
+  await new Promise((resolve) => srv.close(resolve));
+  return port;
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * Next.js through a real `next start` of apps/next-example (built by `pnpm build`), with the
+ * test's options passed as JSON in MCP_KIT_OPTIONS. Errors are the `[mcp-kit]` lines on stderr.
+ */
+export const nextAdapter: Adapter = {
+  name: 'next',
+  inProcess: false,
+  async start(options = {}) {
+    if (!existsSync(`${nextApp}.next/BUILD_ID`)) throw new Error('apps/next-example is not built: run `pnpm build` first');
+    const port = await freePort();
+    const child = spawn(process.execPath, [nextBin, 'start', '-H', '127.0.0.1', '-p', String(port)], {
+      cwd: nextApp,
+      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', RETRY_MS: '500', MCP_KIT_OPTIONS: JSON.stringify(options) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const errors: Error[] = [];
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+      for (const line of chunk.split('\n')) if (line.includes('[mcp-kit]')) errors.push(new Error(line));
+    });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const deadline = Date.now() + 20_000;
+    while (!(await portOpen(port))) {
+      if (child.exitCode !== null) throw new Error(`next start exited (${child.exitCode}): ${stderr}`);
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`next start did not listen within 20 s: ${stderr}`);
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return {
+      url: `http://127.0.0.1:${port}/mcp`,
+      errors,
+      async close() {
+        if (child.exitCode === null) child.kill('SIGTERM');
+        await exited;
+      },
+    };
+  },
+};
+
+export const adapters: Adapter[] = [expressAdapter, koaAdapter, nextAdapter];
+export const inProcessAdapters: Adapter[] = adapters.filter((a) => a.inProcess);

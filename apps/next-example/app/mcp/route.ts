@@ -14,6 +14,8 @@ const mcp = getOrCreate('next-example', () =>
     sessionIdleTtlMs: Number(process.env.SESSION_TTL_MS ?? 5 * 60_000),
     // As under a serverless 60 s limit: end every SSE connection before it; clients resume.
     maxStreamDurationMs: Number(process.env.MAX_STREAM_MS ?? 55_000),
+    // Any other option as JSON, e.g. MCP_KIT_OPTIONS='{"keepAliveMs":5000}' (the shared test suite uses it).
+    ...(process.env.MCP_KIT_OPTIONS ? JSON.parse(process.env.MCP_KIT_OPTIONS) : {}),
   }),
 );
 

@@ -66,7 +66,9 @@ export function nodeResponder(res: ServerResponse): CoreResponder {
           return res.writableLength;
         },
         onClose(listener) {
-          res.once('close', listener);
+          // A client that left before the stream opened has already fired 'close'.
+          if (res.closed || res.destroyed) listener();
+          else res.once('close', listener);
         },
       };
     },

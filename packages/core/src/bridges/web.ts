@@ -40,7 +40,7 @@ export function toFetchHandler(handler: McpHandler, options: FetchHandlerOptions
         .handle(
           {
             method: request.method,
-            headers: headerMap(request.headers),
+            headers: headerMap(request),
             url: new URL(request.url),
             readBody: (limit) => readWebBody(request, limit),
             authInfo,
@@ -53,11 +53,13 @@ export function toFetchHandler(handler: McpHandler, options: FetchHandlerOptions
   };
 }
 
-function headerMap(headers: Headers): HeaderMap {
+function headerMap(request: Request): HeaderMap {
   const map: HeaderMap = {};
-  headers.forEach((value, name) => {
+  request.headers.forEach((value, name) => {
     map[name] = value;
   });
+  // A Request built by hand (tests, in-process callers) has no Host header; its URL says it.
+  map.host ??= new URL(request.url).host;
   return map;
 }
 

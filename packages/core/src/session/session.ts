@@ -128,7 +128,9 @@ export class Session implements Transport {
   /** Puts a new connection under a stream, replacing a stale one. */
   attach(stream: Stream, conn: SseConnection): void {
     const previous = stream.conn;
-    stream.conn = conn;
+    // A request whose client left while we read the store must not push out a newer, live connection.
+    const replaces = !conn.closed;
+    if (replaces) stream.conn = conn;
     this.openConnections++;
     this.live.add(conn);
     conn.onClose(() => {
@@ -139,7 +141,8 @@ export class Session implements Transport {
       // Nobody can resume a stateless stream: stop its work when the client leaves.
       if (this.sessionId === undefined && !stream.complete) this.terminate(undefined);
     });
-    if (previous && previous !== conn) previous.end();
+    // A replaced connection may still be read: end it as a server close, so its client comes back.
+    if (replaces && previous && previous !== conn) previous.end(stream.closable ? (stream.retryMs ?? this.options.retryMs) : undefined);
     if (this.options.maxStreamDurationMs !== undefined && stream.closable) {
       const timer = setTimeout(() => conn.end(this.options.retryMs), this.options.maxStreamDurationMs);
       conn.onClose(() => clearTimeout(timer));
@@ -161,6 +164,8 @@ export class Session implements Transport {
 
   /** Hands incoming messages to the SDK, with the per-request SEP-1699 controls in `extra`. */
   dispatch(messages: JSONRPCMessage[], inbound: Inbound): void {
+    // The client left (or the session ended) before we got here: no work for nobody.
+    if (this.closed) return;
     const requestInfo = { headers: inbound.headers as Record<string, string | string[] | undefined>, url: inbound.url };
     for (const message of messages) {
       const extra: MessageExtraInfo = { authInfo: inbound.authInfo, requestInfo: requestInfo as MessageExtraInfo['requestInfo'] };
