@@ -1,0 +1,174 @@
+#!/usr/bin/env node
+// `pnpm bench [--short] [--servers=a,b] [--workloads=x,y] [--no-docs] [--cpu-prof]`
+//
+// Starts every server in its own process, one at a time, drives it from this process with raw
+// Streamable HTTP (the SDK client only for the polling workload), prints the tables, writes the
+// raw numbers to results/bench-*.json and, after a full run, docs/benchmarks.md.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { hostCpu, loadOver, machine } from './machine.mjs';
+import { renderMarkdown, renderTables } from './report.mjs';
+import { BENCH_ROOT, NEXT_DIR, SERVERS, nextBuilt, startServer } from './servers/spawn.mjs';
+import { burst } from './workloads/burst.mjs';
+import { memory } from './workloads/memory.mjs';
+import { polling } from './workloads/polling.mjs';
+import { resume } from './workloads/resume.mjs';
+import { throughput } from './workloads/throughput.mjs';
+
+const REPO_ROOT = join(BENCH_ROOT, '..', '..');
+
+const FULL = {
+  throughput: { sessions: 16, inFlight: 64, warmupMs: 3_000, durationMs: 10_000 },
+  burst: { events: 20_000, reps: 5, warmups: 1 },
+  resume: { sizes: [10_000, 100_000, 1_000_000], samples: 50, warmups: 5, budgetMs: 30_000, minSamples: 3 },
+  memory: { sessions: 1_000, streams: 10_000 },
+  polling: { clients: 16, steps: 2_000, intervalMs: 1, closeEvery: 1, retryMs: 0 },
+};
+
+/** Every code path once, in a minute or two: for CI, which checks that the benchmark runs, never a timing. */
+const SHORT = {
+  throughput: { sessions: 16, inFlight: 64, warmupMs: 300, durationMs: 1_000 },
+  burst: { events: 2_000, reps: 2, warmups: 1 },
+  resume: { sizes: [10_000], samples: 10, warmups: 2, budgetMs: 5_000, minSamples: 3 },
+  memory: { sessions: 100, streams: 200 },
+  polling: { clients: 4, steps: 200, intervalMs: 1, closeEvery: 1, retryMs: 0 },
+};
+
+/** Each workload gets fresh server processes started with these settings (see servers/tools.mjs). */
+const WORKLOADS = [
+  { name: 'throughput', env: {}, run: (h, c) => throughput(h, c.throughput) },
+  { name: 'json', env: { BENCH_JSON: '1' }, run: (h, c) => throughput(h, c.throughput) },
+  { name: 'burst', env: {}, run: (h, c) => burst(h, c.burst) },
+  // Room for 1M ~150-byte frames: the memory store's default maxBytes (64 MiB) would evict them.
+  { name: 'resume', env: { BENCH_STORE_MAX_BYTES: String(4 * 1024 ** 3) }, run: (h, c) => resume(h, c.resume) },
+  { name: 'memory', env: {}, run: (h, c) => memory(h, c.memory) },
+  // The client comes back right away, so the run measures how fast the server cycles resumes.
+  { name: 'polling', env: { BENCH_RETRY_MS: '0' }, run: (h, c) => polling(h, c.polling) },
+];
+
+function parseArgs(argv) {
+  const args = { short: false, docs: true, cpuProf: false, servers: undefined, workloads: undefined };
+  for (const a of argv) {
+    if (a === '--short') args.short = true;
+    else if (a === '--no-docs') args.docs = false;
+    else if (a === '--cpu-prof') args.cpuProf = true;
+    else if (a.startsWith('--servers=')) args.servers = a.slice(10).split(',');
+    else if (a.startsWith('--workloads=')) args.workloads = a.slice(12).split(',');
+    else if (a === '--') continue;
+    else throw new Error(`unknown argument ${a}; use --short, --servers=a,b, --workloads=x,y, --no-docs, --cpu-prof`);
+  }
+  return args;
+}
+
+/** Rebuilds the bench's Next app when it is missing or older than its sources or the packages. */
+function ensureNextBuild() {
+  const newest = (dir) => {
+    let t = 0;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name === 'node_modules' || entry.name === '.next') continue;
+      const p = join(dir, entry.name);
+      t = Math.max(t, entry.isDirectory() ? newest(p) : statSync(p).mtimeMs);
+    }
+    return t;
+  };
+  const sources = Math.max(
+    newest(join(BENCH_ROOT, 'src', 'servers')),
+    ...['core', 'next', 'fixtures'].map((p) => newest(join(REPO_ROOT, 'packages', p, 'dist'))),
+  );
+  if (nextBuilt() && statSync(join(NEXT_DIR, '.next', 'BUILD_ID')).mtimeMs > sources) return;
+  console.log('building the bench Next app (next build) ...');
+  const nextBin = join(BENCH_ROOT, 'node_modules', 'next', 'dist', 'bin', 'next');
+  const r = spawnSync(process.execPath, [nextBin, 'build'], { cwd: NEXT_DIR, stdio: 'inherit', env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' } });
+  if (r.status !== 0) throw new Error('next build of the bench app failed; run `npx -y pnpm@10.34.9 build` first');
+}
+
+function processCpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const config = args.short ? SHORT : FULL;
+  const servers = SERVERS.filter((s) => !args.servers || args.servers.includes(s.name));
+  const workloads = WORKLOADS.filter((w) => !args.workloads || args.workloads.includes(w.name));
+  if (servers.some((s) => s.next)) ensureNextBuild();
+  const profileDir = join(REPO_ROOT, 'results', 'profiles');
+  if (args.cpuProf) mkdirSync(profileDir, { recursive: true });
+
+  const run = {
+    command: `pnpm bench${process.argv.slice(2).length ? ` ${process.argv.slice(2).join(' ')}` : ''}`,
+    mode: args.short ? 'short' : 'full',
+    startedAt: new Date().toISOString(),
+    machine: machine(),
+    config,
+    load: {},
+    results: {},
+  };
+  console.log(`mcp-kit bench (${run.mode}): ${servers.map((s) => s.name).join(', ')}; node ${process.version}, ${run.machine.nproc} cores, load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  const runHost = hostCpu();
+  let runOwn = 0;
+  for (const workload of workloads) {
+    const before = hostCpu();
+    const clientBefore = process.cpuUsage();
+    let serverCpu = 0;
+    run.results[workload.name] = {};
+    for (const server of servers) {
+      const env = { ...workload.env };
+      if (args.cpuProf) env.NODE_FLAGS = ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${workload.name}-${server.name}-${Date.now()}.cpuprofile`];
+      process.stdout.write(`  ${workload.name.padEnd(10)} ${server.name.padEnd(12)} `);
+      const started = Date.now();
+      let handle;
+      try {
+        handle = await startServer(server, env);
+        const result = await workload.run(handle, config);
+        run.results[workload.name][server.name] = result;
+        process.stdout.write(`done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+      } catch (error) {
+        run.results[workload.name][server.name] = { error: String(error?.stack ?? error) };
+        process.stdout.write(`FAILED: ${String(error?.message ?? error).split('\n')[0]}\n`);
+        if (handle) console.error(handle.output().slice(-2_000));
+      } finally {
+        if (handle) {
+          serverCpu += processCpuSeconds(handle.pid);
+          await handle.stop();
+        }
+      }
+    }
+    const client = process.cpuUsage(clientBefore);
+    const own = serverCpu + (client.user + client.system) / 1e6;
+    runOwn += own;
+    run.load[workload.name] = loadOver(before, hostCpu(), own);
+  }
+  run.load.total = loadOver(runHost, hostCpu(), runOwn);
+  run.finishedAt = new Date().toISOString();
+
+  const tables = renderTables(run);
+  console.log(`\n${tables}`);
+  const resultsDir = join(REPO_ROOT, 'results');
+  mkdirSync(resultsDir, { recursive: true });
+  const file = join(resultsDir, `bench-${run.startedAt.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify(run, null, 2)}\n`);
+  console.log(`raw results: ${file}`);
+  const failures = Object.values(run.results).flatMap((byServer) => Object.entries(byServer).filter(([, r]) => r.error));
+  if (!args.short && args.docs && !args.servers && !args.workloads && failures.length === 0) {
+    mkdirSync(join(REPO_ROOT, 'docs'), { recursive: true });
+    writeFileSync(join(REPO_ROOT, 'docs', 'benchmarks.md'), renderMarkdown(run));
+    console.log('wrote docs/benchmarks.md');
+  }
+  if (failures.length > 0) {
+    console.error(`${failures.length} server/workload runs failed`);
+    process.exitCode = 1;
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,198 @@
+// The load generator's side of Streamable HTTP: raw requests over undici keep-alive pools and a
+// small incremental SSE parser. No SDK client here, so the client is not what gets measured.
+import { performance } from 'node:perf_hooks';
+import { Pool } from 'undici';
+
+export const PROTOCOL_VERSION = '2025-11-25';
+const POST_HEADERS = { accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-protocol-version': PROTOCOL_VERSION };
+
+/** One SSE event block, parsed. */
+export function parseEvent(block) {
+  let id;
+  let data;
+  let retry;
+  for (const line of block.split('\n')) {
+    const colon = line.indexOf(':');
+    if (colon === 0) continue;
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'id') id = value;
+    else if (field === 'data') data = data === undefined ? value : `${data}\n${value}`;
+    else if (field === 'retry') retry = Number(value);
+  }
+  return { id, data, retry };
+}
+
+/** Splits a byte stream into event blocks (comments and bare `retry:` blocks included). */
+export class SseSplitter {
+  constructor(onBlock) {
+    this.onBlock = onBlock;
+    this.decoder = new TextDecoder();
+    this.buffer = '';
+  }
+
+  push(chunk) {
+    this.buffer += this.decoder.decode(chunk, { stream: true });
+    let start = 0;
+    for (;;) {
+      const end = this.buffer.indexOf('\n\n', start);
+      if (end < 0) break;
+      const block = this.buffer.slice(start, end);
+      start = end + 2;
+      if (this.onBlock(block) === false) return false;
+    }
+    this.buffer = start === 0 ? this.buffer : this.buffer.slice(start);
+    return true;
+  }
+}
+
+/** A block that carries a JSON-RPC response (not a notification, request, priming event or comment). */
+export function isResponseBlock(block) {
+  return block.includes('"jsonrpc"') && !block.includes('"method"');
+}
+
+export class McpHttp {
+  /** @param {string} origin `http://127.0.0.1:port`; the endpoint is `${origin}/mcp`. */
+  constructor(origin, { connections = 64 } = {}) {
+    this.origin = origin;
+    this.pool = new Pool(origin, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 });
+    this.path = '/mcp';
+  }
+
+  close() {
+    return this.pool.destroy();
+  }
+
+  /** Initializes a session and sends notifications/initialized. */
+  async initialize() {
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'mcp-kit-bench', version: '0.0.0' } },
+    });
+    const r = await this.post(undefined, body);
+    if (r.status !== 200 || !r.sessionId) throw new Error(`initialize failed: ${r.status} ${r.text.slice(0, 300)}`);
+    const session = { id: r.sessionId, nextId: 1 };
+    const n = await this.post(session, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    if (n.status !== 202) throw new Error(`notifications/initialized failed: ${n.status} ${n.text.slice(0, 300)}`);
+    return session;
+  }
+
+  /** tools/call; resolves once the response has been received and the response body has ended. */
+  callTool(session, name, args = {}, onBlock) {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: session.nextId++, method: 'tools/call', params: { name, arguments: args } });
+    return this.post(session, body, onBlock);
+  }
+
+  /**
+   * POSTs `body`; reads an SSE or JSON answer to its end. `onBlock(block)` sees each SSE event
+   * block as it arrives. Resolves with status, session id, bytes, event count, the response text.
+   */
+  async post(session, body, onBlock) {
+    const headers = session ? { ...POST_HEADERS, 'mcp-session-id': session.id } : POST_HEADERS;
+    const started = performance.now();
+    const res = await this.pool.request({ path: this.path, method: 'POST', headers, body });
+    const contentType = String(res.headers['content-type'] ?? '');
+    const out = { status: res.statusCode, sessionId: res.headers['mcp-session-id'], bytes: 0, events: 0, text: '', firstEventId: undefined, started, ended: 0 };
+    if (contentType.startsWith('text/event-stream')) {
+      const splitter = new SseSplitter((block) => {
+        if (block.startsWith(':')) return true;
+        out.events++;
+        if (out.firstEventId === undefined) out.firstEventId = parseEvent(block).id;
+        if (isResponseBlock(block)) out.text = block;
+        onBlock?.(block);
+        return true;
+      });
+      for await (const chunk of res.body) {
+        out.bytes += chunk.length;
+        splitter.push(chunk);
+      }
+    } else {
+      const chunks = [];
+      for await (const chunk of res.body) {
+        out.bytes += chunk.length;
+        chunks.push(chunk);
+      }
+      out.text = Buffer.concat(chunks).toString('utf8');
+    }
+    out.ended = performance.now();
+    return out;
+  }
+
+  /**
+   * Opens a GET stream (standalone, or a resume with `lastEventId`). Reads until the stream ends,
+   * `stopAfterEvents` message events arrived, or (with `quietMs`) no event came for that long after
+   * the first one; then hangs up. `ended` is when the last event arrived. `onOpen` fires once
+   * headers are in.
+   */
+  async get(session, { lastEventId, stopAfterEvents = Infinity, quietMs, onOpen, onEvent } = {}) {
+    const headers = { accept: 'text/event-stream', 'mcp-session-id': session.id, 'mcp-protocol-version': PROTOCOL_VERSION };
+    if (lastEventId) headers['last-event-id'] = lastEventId;
+    const controller = new AbortController();
+    const started = performance.now();
+    const out = { status: 0, bytes: 0, events: 0, blocks: [], started, ended: 0, primed: false };
+    let res;
+    try {
+      res = await this.pool.request({ path: this.path, method: 'GET', headers, signal: controller.signal });
+    } catch (error) {
+      out.error = error;
+      return out;
+    }
+    out.status = res.statusCode;
+    onOpen?.(out, () => controller.abort());
+    let stop = false;
+    let quiet;
+    let lastEventAt = 0;
+    const splitter = new SseSplitter((block) => {
+      if (block.startsWith(':')) return true;
+      const event = parseEvent(block);
+      if (event.data === '' || event.data === undefined) {
+        out.primed = true;
+        onEvent?.(event, out);
+        return true;
+      }
+      out.events++;
+      out.blocks.push(block);
+      lastEventAt = performance.now();
+      if (quietMs !== undefined) {
+        clearTimeout(quiet);
+        quiet = setTimeout(() => {
+          out.quiet = true;
+          controller.abort();
+        }, quietMs);
+      }
+      onEvent?.(event, out);
+      if (out.events >= stopAfterEvents) {
+        stop = true;
+        return false;
+      }
+      return true;
+    });
+    try {
+      for await (const chunk of res.body) {
+        out.bytes += chunk.length;
+        splitter.push(chunk);
+        if (stop) {
+          out.ended = performance.now();
+          controller.abort();
+          break;
+        }
+      }
+    } catch (error) {
+      if (!stop && !out.quiet && error.name !== 'AbortError') out.error = error;
+    }
+    clearTimeout(quiet);
+    if (out.quiet) out.ended = lastEventAt;
+    if (!out.ended) out.ended = performance.now();
+    return out;
+  }
+
+  async control(path, method = 'GET') {
+    const res = await this.pool.request({ path, method });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${text}`);
+    return JSON.parse(text);
+  }
+}

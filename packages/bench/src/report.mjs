@@ -1,0 +1,308 @@
+// Tables (markdown, readable in a terminal too), the targets of issue 5, and docs/benchmarks.md.
+import { SERVERS } from './servers/spawn.mjs';
+
+const KIT = ['kit-express', 'kit-koa', 'kit-next'];
+
+function num(n) {
+  if (n === undefined || n === null || Number.isNaN(n)) return '–';
+  const a = Math.abs(n);
+  if (a >= 1000) return Math.round(n).toLocaleString('en-US');
+  if (a >= 100) return n.toFixed(0);
+  if (a >= 10) return n.toFixed(1);
+  return n.toFixed(2);
+}
+
+function ratio(value, ref) {
+  if (value === undefined || ref === undefined || !Number.isFinite(value) || !Number.isFinite(ref) || ref === 0) return '–';
+  const r = value / ref;
+  return `${r >= 10 ? r.toFixed(0) : r >= 1 ? r.toFixed(1) : r.toFixed(2)}×`;
+}
+
+const kib = (bytes) => (bytes === undefined ? undefined : bytes / 1024);
+
+function table(header, rows) {
+  const lines = [`| ${header.join(' | ')} |`, `| ${header.map((h, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`];
+  for (const row of rows) lines.push(`| ${row.join(' | ')} |`);
+  return lines.join('\n');
+}
+
+function label(name) {
+  return SERVERS.find((s) => s.name === name)?.label ?? name;
+}
+
+/** One row per server that ran the workload; failed runs show their error. */
+function rows(byServer, cells) {
+  return Object.entries(byServer ?? {}).map(([name, r]) => (r.error ? [label(name), `failed: ${r.error.split('\n')[0].slice(0, 80)}`] : [label(name), ...cells(r, byServer)]));
+}
+
+function withRatios(value, byServer, pick) {
+  const sdk = byServer.sdk && !byServer.sdk.error ? pick(byServer.sdk) : undefined;
+  const bare = byServer.bare && !byServer.bare.error ? pick(byServer.bare) : undefined;
+  return [num(value), ratio(value, sdk), ratio(value, bare)];
+}
+
+function resumeAt(r, size) {
+  return r.sizes?.find((s) => s.storeEvents === size);
+}
+
+export function renderTables(run) {
+  const out = [];
+  const R = run.results;
+  const cfg = run.config;
+  for (const [key, title] of [
+    ['throughput', 'SSE responses'],
+    ['json', 'JSON responses'],
+  ]) {
+    if (!R[key]) continue;
+    out.push(`### tools/call throughput, ${title} (${cfg.throughput.sessions} sessions, ${cfg.throughput.inFlight} calls in flight, ${cfg.throughput.durationMs / 1000} s)\n`);
+    out.push(
+      table(
+        ['server', 'calls/s', '÷ sdk', '÷ bare', 'p50 ms', 'p99 ms', 'p99 ÷ sdk', 'server CPU µs/call', 'errors'],
+        rows(R[key], (r, all) => [
+          ...withRatios(r.callsPerSec, all, (x) => x.callsPerSec),
+          num(r.p50Ms),
+          num(r.p99Ms),
+          ratio(r.p99Ms, all.sdk?.p99Ms),
+          num(r.serverCpuUsPerCall),
+          String(r.errors),
+        ]),
+      ),
+    );
+    out.push('');
+  }
+  if (R.burst) {
+    out.push(`### burst: one call, ${cfg.burst.events.toLocaleString('en-US')} ~100-byte log notifications on its POST stream (median of ${cfg.burst.reps})\n`);
+    out.push(
+      table(
+        ['server', 'events/s', '÷ sdk', '÷ bare', 'MB/s', '÷ sdk', '÷ bare', 'bytes/event', 'server CPU µs/event'],
+        rows(R.burst, (r, all) => [
+          ...withRatios(r.eventsPerSec, all, (x) => x.eventsPerSec),
+          ...withRatios(r.mbPerSec, all, (x) => x.mbPerSec),
+          num(r.bytesPerEvent),
+          num(r.serverCpuUsPerEvent),
+        ]),
+      ),
+    );
+    out.push('');
+  }
+  if (R.resume) {
+    const sizes = cfg.resume.sizes;
+    const big = sizes[sizes.length - 1];
+    const small = sizes[0];
+    const short = (n) => (n >= 1e6 ? `${n / 1e6}M` : `${n / 1e3}k`);
+    out.push(`### resume: replay 100 events after a cursor while the store holds other streams' events (median ms per resume)\n`);
+    out.push(
+      table(
+        ['server', ...sizes.map((s) => `server @${short(s)}`), sizes.length > 1 ? `server ${short(big)}÷${short(small)}` : '', ...sizes.map((s) => `e2e @${short(s)}`), sizes.length > 1 ? `e2e ${short(big)}÷${short(small)}` : '', `server @${short(big)} ÷ sdk`, 'samples', 'replay complete, in order'].filter(Boolean),
+        rows(R.resume, (r, all) => [
+          ...sizes.map((s) => num(resumeAt(r, s)?.serverMs)),
+          ...(sizes.length > 1 ? [ratio(resumeAt(r, big)?.serverMs, resumeAt(r, small)?.serverMs)] : []),
+          ...sizes.map((s) => num(resumeAt(r, s)?.e2eMs)),
+          ...(sizes.length > 1 ? [ratio(resumeAt(r, big)?.e2eMs, resumeAt(r, small)?.e2eMs)] : []),
+          ratio(resumeAt(r, big)?.serverMs, all.sdk && !all.sdk.error ? resumeAt(all.sdk, big)?.serverMs : undefined),
+          sizes.map((s) => resumeAt(r, s)?.samples ?? '–').join('/'),
+          `${r.fewestReplayed === r.replayed ? 'yes' : `no: as few as ${r.fewestReplayed}/${r.replayed}`}${r.inOrder ? '' : ', out of order'}`,
+        ]),
+      ),
+    );
+    out.push('');
+  }
+  if (R.memory) {
+    out.push(`### memory: RSS growth per session (${cfg.memory.sessions.toLocaleString('en-US')} sessions) and per idle GET stream (${cfg.memory.streams.toLocaleString('en-US')} streams), after GC\n`);
+    out.push(
+      table(
+        ['server', 'RSS KiB/session', '÷ sdk', '÷ bare', 'heap KiB/session', 'RSS KiB/GET stream', '÷ sdk', '÷ bare', 'heap KiB/GET stream'],
+        rows(R.memory, (r, all) => [
+          ...withRatios(kib(r.rssPerSessionBytes), all, (x) => kib(x.rssPerSessionBytes)),
+          num(kib(r.heapPerSessionBytes)),
+          ...withRatios(kib(r.rssPerStreamBytes), all, (x) => kib(x.rssPerStreamBytes)),
+          num(kib(r.heapPerStreamBytes)),
+        ]),
+      ),
+    );
+    out.push('');
+  }
+  if (R.polling) {
+    const p = cfg.polling;
+    out.push(`### polling through the SDK client: ${p.clients} clients × long_task { steps: ${p.steps}, intervalMs: ${p.intervalMs}, closeEvery: ${p.closeEvery}, retryMs: ${p.retryMs} }\n`);
+    out.push(
+      table(
+        ['server', 'events/s', '÷ sdk', '÷ bare', 'reconnections/s', '÷ sdk', '÷ bare', 'each event exactly once, in order'],
+        rows(R.polling, (r, all) => [
+          ...withRatios(r.eventsPerSec, all, (x) => x.eventsPerSec),
+          ...withRatios(r.reconnectionsPerSec, all, (x) => x.reconnectionsPerSec),
+          r.exactlyOnceInOrder ? 'yes' : `no (${r.events.toLocaleString('en-US')} of ${(r.clients * r.steps).toLocaleString('en-US')} events)`,
+        ]),
+      ),
+    );
+    out.push('');
+  }
+  const targets = evaluateTargets(run);
+  if (targets.length) {
+    out.push('### targets (issue 5)\n');
+    out.push(table(['target', ...KIT.filter((k) => targets[0].byServer[k] !== undefined).map(label)], targets.map((t) => [t.target, ...KIT.filter((k) => t.byServer[k] !== undefined).map((k) => t.byServer[k])])));
+    out.push('');
+  }
+  return out.join('\n');
+}
+
+/** The targets of issue 5, per mcp-kit server: "✓ detail" or "✗ detail". */
+export function evaluateTargets(run) {
+  const R = run.results;
+  const ok = (pass, detail) => `${pass ? '✓' : '✗'} ${detail}`;
+  const kits = KIT.filter((k) => Object.values(R).some((byServer) => byServer[k]));
+  const targets = [];
+  const add = (target, fn) => {
+    const byServer = {};
+    for (const k of kits) {
+      try {
+        byServer[k] = fn(k);
+      } catch {
+        byServer[k] = '–';
+      }
+    }
+    if (Object.values(byServer).some((v) => v !== '–')) targets.push({ target, byServer });
+  };
+  const good = (r) => r && !r.error;
+  if (good(R.throughput?.sdk)) {
+    add('tools/call ≥ 5× sdk, p99 < 50 ms', (k) => {
+      const r = R.throughput[k];
+      if (!good(r)) return '–';
+      const x = r.callsPerSec / R.throughput.sdk.callsPerSec;
+      return ok(x >= 5 && r.p99Ms < 50, `${x.toFixed(1)}×, p99 ${num(r.p99Ms)} ms`);
+    });
+  }
+  if (good(R.burst?.sdk) && good(R.burst?.bare)) {
+    add('burst ≥ 15× sdk and ≥ 60% of bare', (k) => {
+      const r = R.burst[k];
+      if (!good(r)) return '–';
+      const xs = r.eventsPerSec / R.burst.sdk.eventsPerSec;
+      const xb = r.eventsPerSec / R.burst.bare.eventsPerSec;
+      return ok(xs >= 15 && xb >= 0.6, `${xs.toFixed(1)}× sdk, ${(xb * 100).toFixed(0)}% of bare`);
+    });
+  }
+  if (R.resume) {
+    const sizes = run.config.resume.sizes;
+    const small = sizes[0];
+    const big = sizes[sizes.length - 1];
+    add(`resume @${big.toLocaleString('en-US')} within 2× of @${small.toLocaleString('en-US')} (server, e2e)`, (k) => {
+      const r = R.resume[k];
+      if (!good(r) || sizes.length < 2) return '–';
+      const s = resumeAt(r, big).serverMs / resumeAt(r, small).serverMs;
+      const e = resumeAt(r, big).e2eMs / resumeAt(r, small).e2eMs;
+      return ok(s <= 2 && e <= 2, `${s.toFixed(2)}×, ${e.toFixed(2)}×`);
+    });
+    add('resume < 2 ms server side for 100 events (every size)', (k) => {
+      const r = R.resume[k];
+      if (!good(r)) return '–';
+      const worst = Math.max(...r.sizes.map((s) => s.serverMs));
+      return ok(worst < 2, `worst median ${num(worst)} ms`);
+    });
+  }
+  if (good(R.memory?.sdk)) {
+    add('RSS per session ≤ 1/5 of sdk', (k) => {
+      const r = R.memory[k];
+      if (!good(r)) return '–';
+      const x = r.rssPerSessionBytes / R.memory.sdk.rssPerSessionBytes;
+      return ok(x <= 0.2, `${(x * 100).toFixed(0)}% of sdk (${num(kib(r.rssPerSessionBytes))} KiB)`);
+    });
+  }
+  if (R.memory) {
+    add('RSS ≤ 5 KiB per idle GET stream', (k) => {
+      const r = R.memory[k];
+      if (!good(r)) return '–';
+      return ok(r.rssPerStreamBytes <= 5 * 1024, `${num(kib(r.rssPerStreamBytes))} KiB`);
+    });
+  }
+  return targets;
+}
+
+function loadLine(name, l) {
+  if (!l) return `| ${name} | – | – | – | – |`;
+  return `| ${name} | ${l.seconds.toFixed(0)} | ${l.busyCores.toFixed(2)} | ${l.benchCores.toFixed(2)} | ${l.otherCores.toFixed(2)} |`;
+}
+
+export function renderMarkdown(run) {
+  const m = run.machine;
+  const c = run.config;
+  const loads = Object.entries(run.load).filter(([k]) => k !== 'total');
+  return `# Benchmarks
+
+mcp-kit against the SDK's own transport and bare \`node:http\`, in one run on one machine. Numbers
+are from the last full run; rerun with the command below. The benchmark is not a test: CI only
+checks that \`pnpm bench --short\` still runs.
+
+- **Command**: \`${run.command}\` (from the repository root, after \`npx -y pnpm@10.34.9 build\`)
+- **When**: ${run.startedAt} – ${run.finishedAt}
+- **Machine**: ${m.nproc} cores (\`nproc\`), ${m.cpuModel}; ${m.platform}; Node.js ${m.node}
+- **Memory** (\`free -h\` at the start):
+
+\`\`\`
+${m.free}
+\`\`\`
+
+- **Load during the run**: on average ${run.load.total ? run.load.total.busyCores.toFixed(2) : '?'} of ${m.nproc} cores were busy, ${run.load.total ? run.load.total.benchCores.toFixed(2) : '?'} of them this benchmark (servers and load generator) and ${run.load.total ? run.load.total.otherCores.toFixed(2) : '?'} other processes (load average at the end: ${run.load.total ? run.load.total.loadavg.map((x) => x.toFixed(2)).join(', ') : '?'}). Per workload:
+
+| workload | seconds | cores busy | this benchmark | other processes |
+| --- | ---: | ---: | ---: | ---: |
+${loads.map(([k, l]) => loadLine(k, l)).join('\n')}
+
+## Results
+
+Ratios are this server's value divided by the SDK's (\`÷ sdk\`) or bare \`node:http\`'s (\`÷ bare\`):
+above 1 is better for rates, below 1 is better for times and memory.
+
+${renderTables(run)}
+## What runs
+
+- **bare**: \`node:http\` writing the same SSE frames as mcp-kit (priming event, \`id: <stream>.<seq>\`,
+  one \`JSON.stringify\` per message) with no MCP logic; it keeps each stream's frames in an array
+  so it can replay them. The physical limit of this machine and this load generator.
+- **sdk**: \`StreamableHTTPServerTransport\` from \`@modelcontextprotocol/sdk\` 1.32.2 on Express
+  (\`createMcpExpressApp\`, so \`express.json()\` and its Host check), one \`McpServer\` and transport
+  per session, \`retryInterval\`, and one \`InMemoryEventStore\` for the process, imported from the SDK
+  package (\`@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js\`), as in the SDK's
+  \`examples/server/ssePollingExample\`.
+- **mcp-kit** on Express (\`app.use('/mcp', mcpExpress(handler))\`), Koa
+  (\`app.use(mcpKoa(handler, { path: '/mcp' }))\`) and Next.js 16 (\`next start\` of
+  \`packages/bench/src/servers/next\`, route \`app/mcp/route.js\` with \`mcpNext\`), with its defaults:
+  memory event store, priming events, keep-alives, DNS-rebinding protection.
+- Every MCP server serves the same \`McpServer\` per session: the shared fixture
+  (\`@mcp-kit/fixtures\`, the conformance tools plus \`long_task\`) and the bench-only \`bench_burst\`.
+- Each server runs in its own process (\`node --expose-gc\`), started fresh for every workload on a
+  free 127.0.0.1 port and stopped by PID. The load generator (this process) speaks raw Streamable
+  HTTP over undici keep-alive pools and parses SSE itself; only the polling workload uses the SDK
+  client. Protocol version 2025-11-25 everywhere.
+- Settings that differ from the defaults, the same for every server: \`retry\` 1000 ms (0 ms in the
+  polling workload, so clients come back at once); in the resume workload mcp-kit's memory store
+  gets \`maxBytes: 4 GiB\` (its default, 64 MiB, would evict the 1M events the workload needs; the
+  SDK store and bare never evict); \`maxSessions: 20000\` (the memory workload opens 10,000 sessions).
+
+## Workloads
+
+1. **tools/call**: ${c.throughput.sessions} sessions, ${c.throughput.inFlight} calls in flight (each worker calls
+   \`test_simple_text\` back to back on its session), ${c.throughput.warmupMs / 1000} s warm-up, then ${c.throughput.durationMs / 1000} s measured.
+   Latency is from sending the POST to the end of its response body. Then the same with JSON
+   responses (\`jsonResponse: true\` / \`enableJsonResponse: true\`). Server CPU is the server
+   process's \`process.cpuUsage()\` over the measured window.
+2. **burst**: \`bench_burst { count: ${c.burst.events} }\` sends ${c.burst.events.toLocaleString('en-US')} log notifications of ~100 bytes of JSON
+   (\`await extra.sendNotification\` each, yielding to the event loop every 100) on its POST
+   stream; events/s and MB/s (SSE bytes received) from the POST leaving to the last byte;
+   ${c.burst.reps} runs after ${c.burst.warmups} warm-up, median.
+3. **resume**: one stream with 100 events after its priming event (\`bench_burst { count: 99 }\`
+   and the response); \`/bench/fill\` then puts events of made-up sessions and streams (10 streams of
+   1,000 ~150-byte events per session) straight into the server's event store until it holds
+   ${c.resume.sizes.map((s) => s.toLocaleString('en-US')).join(', ')}; at each size, ${c.resume.samples} resumes (\`GET\` + \`Last-Event-ID\` of the priming event) after
+   ${c.resume.warmups} warm-ups, at most ~${c.resume.budgetMs / 1000} s per size (at least ${c.resume.minSamples}). **Server side**: from the
+   request reaching the app to the last byte the server writes to the socket for it (the SDK
+   keeps a replayed stream open, so "response finished" would not work for every server).
+   **End to end**: from the GET leaving the client to its 100th event arriving.
+4. **memory**: from a fresh process, RSS after GC (\`--expose-gc\`, read inside the server) before
+   and after ${c.memory.sessions.toLocaleString('en-US')} initialized sessions, then before and after ${c.memory.streams.toLocaleString('en-US')} idle standalone GET streams
+   (one per session, on ${c.memory.streams.toLocaleString('en-US')} sessions). Heap growth is shown too: it is less noisy than RSS.
+5. **polling**: ${c.polling.clients} SDK clients (\`StreamableHTTPClientTransport\`), each calling \`long_task\`
+   \`{ steps: ${c.polling.steps}, intervalMs: ${c.polling.intervalMs}, closeEvery: ${c.polling.closeEvery}, retryMs: ${c.polling.retryMs} }\` at once: the server closes the call's stream after every
+   step and the client resumes with \`Last-Event-ID\`. Events/s is log notifications delivered to
+   the clients per second of the whole run; reconnections/s counts the clients' resume GETs.
+`;
+}

@@ -1,0 +1,17 @@
+// mcp-kit on Express, mounted the way the README says.
+import express from 'express';
+import { mcpExpress } from '@mcp-kit/express';
+import { handleControl, trackResume } from './control.mjs';
+import { createKitHandler } from './kit.mjs';
+import { benchEnv } from './tools.mjs';
+
+const env = benchEnv();
+const { handler, fill } = createKitHandler('bench-kit-express', env);
+const app = express();
+app.use((req, res, next) => {
+  if (handleControl(req, res, { fill })) return;
+  trackResume(req, res);
+  next();
+});
+app.use('/mcp', mcpExpress(handler));
+const server = app.listen(env.port, env.host, () => console.log(`LISTENING ${server.address().port}`));

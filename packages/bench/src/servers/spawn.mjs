@@ -1,0 +1,103 @@
+// Starts each server in its own child process on a free 127.0.0.1 port, and stops it by its PID.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const BENCH_ROOT = join(here, '..', '..');
+const NODE_FLAGS = ['--expose-gc'];
+
+/**
+ * The servers of one run. `next` is the bench's own Next.js app (`src/servers/next`), served by
+ * `next start` once `next build` has produced it.
+ */
+export const SERVERS = [
+  { name: 'bare', label: 'bare node:http', script: 'bare.mjs' },
+  { name: 'sdk', label: 'SDK transport (Express)', script: 'sdk.mjs' },
+  { name: 'kit-express', label: 'mcp-kit Express', script: 'kit-express.mjs' },
+  { name: 'kit-koa', label: 'mcp-kit Koa', script: 'kit-koa.mjs' },
+  { name: 'kit-next', label: 'mcp-kit Next (next start)', next: true },
+];
+
+export const NEXT_DIR = join(here, 'next');
+
+export function nextBuilt() {
+  return existsSync(join(NEXT_DIR, '.next', 'BUILD_ID'));
+}
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Spawns `server` with `env` (BENCH_* settings) and resolves once its control plane answers.
+ * @returns {Promise<{ server, pid, origin, stop(): Promise<void>, output(): string }>}
+ */
+export async function startServer(server, env = {}) {
+  const port = await freePort();
+  const childEnv = { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'production', NEXT_TELEMETRY_DISABLED: '1' };
+  let child;
+  if (server.next) {
+    const nextBin = join(BENCH_ROOT, 'node_modules', 'next', 'dist', 'bin', 'next');
+    childEnv.NODE_OPTIONS = [process.env.NODE_OPTIONS, ...NODE_FLAGS].filter(Boolean).join(' ');
+    child = spawn(process.execPath, [nextBin, 'start', '-H', '127.0.0.1', '-p', String(port)], { cwd: NEXT_DIR, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  } else {
+    child = spawn(process.execPath, [...NODE_FLAGS, ...(env.NODE_FLAGS ?? []), join(here, server.script)], { cwd: BENCH_ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+  let log = '';
+  const keep = (d) => {
+    log += d;
+    if (log.length > 20_000) log = log.slice(-10_000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  let exited = false;
+  const exit = new Promise((resolve) => child.once('exit', (code, signal) => {
+    exited = true;
+    resolve({ code, signal });
+  }));
+  const origin = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + (server.next ? 60_000 : 20_000);
+  for (;;) {
+    if (exited) throw new Error(`${server.name} exited before it was ready:\n${log}`);
+    try {
+      const res = await fetch(`${origin}/bench/stats`);
+      if (res.ok) {
+        await res.arrayBuffer();
+        break;
+      }
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      process.kill(child.pid, 'SIGKILL');
+      throw new Error(`${server.name} did not answer on ${origin} in time:\n${log}`);
+    }
+    await sleep(100);
+  }
+  return {
+    server,
+    pid: child.pid,
+    origin,
+    output: () => log,
+    async stop() {
+      if (exited) return;
+      process.kill(child.pid, 'SIGTERM');
+      const timer = setTimeout(() => {
+        if (!exited) process.kill(child.pid, 'SIGKILL');
+      }, 3_000);
+      await exit;
+      clearTimeout(timer);
+    },
+  };
+}
