@@ -19,6 +19,8 @@ export interface ServerUnderTest {
   /** Errors the handler reported through `onError` (none expected unless a test provokes them). */
   errors: Error[];
   close(): Promise<void>;
+  /** In-process adapters only: the handler and the HTTP server, for tests that reach past the wire (shutdown, counts). */
+  inProcess?: { handler: McpHandler; server: Server };
 }
 
 /** One way of serving the core: the behaviour suite runs against each. */
@@ -48,6 +50,7 @@ export async function listen(server: Server, handler: McpHandler, path: string, 
   return {
     url: `http://127.0.0.1:${port}${path}`,
     errors,
+    inProcess: { handler, server },
     async close() {
       await handler.close();
       server.closeAllConnections();

@@ -277,7 +277,9 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       last = result.lastSeq;
       complete = result.complete;
       const active = session.activeStream(cursor.streamId);
-      if (complete || !active || active.seq <= last || round >= 4) break;
+      // A stream that is gone but not complete finished while we read: its final frame is stored
+      // before it leaves the session, so one more read gets it (ending here would drop the result).
+      if (complete || (active && active.seq <= last) || round >= 4) break;
     }
     const conn = session.newConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': sessionId }));
     const active = session.activeStream(cursor.streamId);
@@ -299,7 +301,14 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     res.send(200, {}, undefined);
   }
 
+  /** Set by close(): from then on nothing new starts that the shutdown would have to wait for. */
+  let closing = false;
+
   async function handle(req: CoreRequest, res: CoreResponder): Promise<void> {
+    if (closing) {
+      const retryAfter = String(Math.max(1, Math.ceil(opts.retryMs / 1000)));
+      return fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the server is shutting down; retry later', { 'retry-after': retryAfter }));
+    }
     const method = req.method.toUpperCase();
     const allowed = checkMethod(method, opts.stateless);
     if (!allowed.ok) return fail(res, allowed);
@@ -316,6 +325,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
   return {
     handle,
     async close() {
+      closing = true;
       registry.close(opts.retryMs);
       await opts.eventStore.close?.();
     },
