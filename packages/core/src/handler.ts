@@ -1,14 +1,17 @@
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { parseEventId } from './events/ids.js';
-import type { ReplayResult } from './events/store.js';
+import { eventId, parseEventId } from './events/ids.js';
+import type { ReplayResult, StreamListener, StreamSubscription } from './events/store.js';
 import { ErrorCode, errorBody, reject, type Rejection } from './http/errors.js';
 import { allowsBatches, parseMessages, type ParsedBody } from './http/messages.js';
 import type { CoreRequest, CoreResponder, OutHeaders } from './http/port.js';
 import { checkAccept, checkContentType, checkHostAndOrigin, checkMethod, checkProtocolVersion, header, isLoopbackAddress } from './http/rules.js';
 import { resolveOptions, type ConnectableServer, type McpHandlerOptions, type ResolvedOptions } from './options.js';
+import { FORWARDED_HEADER, type SessionCluster, type SessionOwner } from './session/cluster.js';
 import { SessionRegistry } from './session/registry.js';
 import { asError, type Inbound, type Session } from './session/session.js';
+import { SseConnection } from './streams/connection.js';
+import { primingEvent } from './streams/frames.js';
 import type { Stream } from './streams/stream.js';
 
 /** Version assumed when a client sends no `MCP-Protocol-Version` (what the spec prescribes). */
@@ -22,6 +25,12 @@ const SSE_HEADERS: OutHeaders = {
   'x-accel-buffering': 'no',
 };
 const JSON_HEADERS: OutHeaders = { 'content-type': 'application/json' };
+
+/** A session that another instance of the cluster owns. */
+interface RemoteSession {
+  remote: SessionOwner;
+  id: string;
+}
 
 /** The framework-neutral MCP endpoint. Adapters turn framework requests into {@link CoreRequest}s. */
 export interface McpHandler {
@@ -71,6 +80,46 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     if (!version.ok) return version;
     session.lastActive = Date.now();
     return session;
+  }
+
+  /**
+   * In cluster mode, a session {@link lookup} did not find here may be another instance's; a
+   * request another instance forwarded here as to the owner is never bounced on.
+   */
+  function maybeElsewhere(found: Session | Rejection, req: CoreRequest): found is Rejection {
+    return opts.cluster !== undefined && !('sessionId' in found) && found.code === ErrorCode.SessionNotFound && header(req.headers, FORWARDED_HEADER) === undefined;
+  }
+
+  /** Asks the cluster who owns a session that is not here: another instance (forward, or resume from the shared store), or nobody (404). */
+  async function locate(req: CoreRequest): Promise<Rejection | RemoteSession> {
+    const cluster = opts.cluster as SessionCluster;
+    const id = header(req.headers, 'mcp-session-id') as string;
+    let owner: SessionOwner | undefined;
+    try {
+      owner = await cluster.lookupOwner(id);
+    } catch (error) {
+      opts.onError(asError(error, 'cluster lookupOwner failed'));
+      return unavailable('the session directory');
+    }
+    if (!owner || owner.self) {
+      return reject(404, ErrorCode.SessionNotFound, 'Session not found: it expired, was deleted, or the server instance that held it is gone; initialize a new session');
+    }
+    if (owner.principal !== undefined && owner.principal !== principalOf(req.authInfo)) {
+      return reject(403, ErrorCode.ServerError, 'Forbidden: this session belongs to another principal');
+    }
+    const version = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), supported);
+    if (!version.ok) return version;
+    return { remote: owner, id };
+  }
+
+  /** Serves a request for another instance's session there, relaying its answer. */
+  async function forward(req: CoreRequest, res: CoreResponder, session: RemoteSession, body: string | undefined): Promise<void> {
+    try {
+      await (opts.cluster as SessionCluster).forward(session.remote, { method: req.method.toUpperCase(), headers: req.headers, body }, res);
+    } catch (error) {
+      opts.onError(asError(error, `forwarding to instance ${session.remote.instanceId} failed`));
+      fail(res, reject(502, ErrorCode.ServerError, 'Bad Gateway: the server instance that owns this session did not answer; retry later', { 'retry-after': '1' }));
+    }
   }
 
   /**
@@ -144,7 +193,9 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     const isInitialize = !Array.isArray(body) && typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize';
     if (isInitialize) return initialize(req, res, body);
 
-    const found = lookup(req);
+    let found: Session | Rejection | RemoteSession = lookup(req);
+    if (maybeElsewhere(found, req)) found = await locate(req);
+    if ('remote' in found) return forward(req, res, found, JSON.stringify(body));
     if (!('sessionId' in found)) return fail(res, found);
     const session = found;
     const parsed = parseMessages(body, allowsBatches(versionOf(req, session)));
@@ -170,10 +221,24 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     }
     const session = registry.create();
     session.owner = principalOf(req.authInfo);
+    if (opts.cluster && !(await claim(opts.cluster, session, res))) return;
     if (!(await connectServer(session, res))) return;
     const requested = (parsed.messages[0] as { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
     const version = typeof requested === 'string' && supported.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
     await respond(req, res, session, parsed, version);
+  }
+
+  /** Records this instance as the session's owner before any instance can be asked for it. */
+  async function claim(cluster: SessionCluster, session: Session, res: CoreResponder): Promise<boolean> {
+    try {
+      await cluster.claim(session.sessionId as string, session.owner);
+      return true;
+    } catch (error) {
+      session.terminate(undefined);
+      opts.onError(asError(error, 'cluster claim failed'));
+      fail(res, unavailable('the session directory'));
+      return false;
+    }
   }
 
   /** Registers a stream with the store before its priming event promises a cursor into it. */
@@ -231,11 +296,16 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
   async function get(req: CoreRequest, res: CoreResponder): Promise<void> {
     const v = checkAccept('GET', header(req.headers, 'accept'));
     if (!v.ok) return fail(res, v);
-    const found = lookup(req);
+    let found: Session | Rejection | RemoteSession = lookup(req);
+    if (maybeElsewhere(found, req)) found = await locate(req);
+    const lastEventId = header(req.headers, 'last-event-id');
+    if ('remote' in found) {
+      if (lastEventId === undefined || lastEventId === '') return forward(req, res, found, undefined);
+      return remoteResume(res, found, lastEventId, polls(versionOf(req, undefined)));
+    }
     if (!('sessionId' in found)) return fail(res, found);
     const session = found;
     const modern = polls(versionOf(req, session));
-    const lastEventId = header(req.headers, 'last-event-id');
     if (lastEventId === undefined || lastEventId === '') {
       const isNew = !session.hasStandalone;
       const stream = session.standaloneStream(true, modern);
@@ -269,9 +339,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       }
       if (!result.ok) {
         if (round > 0) break;
-        return result.reason === 'evicted'
-          ? fail(res, reject(410, ErrorCode.ServerError, 'Gone: the events after this Last-Event-ID were evicted by the event store retention limits; this stream cannot be resumed without loss'))
-          : fail(res, reject(404, ErrorCode.ServerError, 'Not Found: Last-Event-ID names no event of this session (unknown, another session\'s, or past the end of its stream)'));
+        return fail(res, replayRejection(result.reason));
       }
       for (const f of result.frames) frames.push(f);
       last = result.lastSeq;
@@ -294,8 +362,94 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     session.attach(active, conn);
   }
 
-  function del(req: CoreRequest, res: CoreResponder): void {
-    const found = lookup(req);
+  /**
+   * `GET` + `Last-Event-ID` for a session another instance owns: replay from the shared store, then
+   * follow what the owner keeps appending (`eventStore.subscribe`) until the stream completes, as
+   * the owner would. The subscription starts before the response, so a store failure is a 503.
+   */
+  async function remoteResume(res: CoreResponder, session: RemoteSession, lastEventId: string, modern: boolean): Promise<void> {
+    const cursor = parseEventId(lastEventId);
+    if (!cursor) return fail(res, malformedCursor(lastEventId));
+    const store = opts.eventStore;
+    let result: ReplayResult;
+    try {
+      result = await store.replayAfter(session.id, cursor.streamId, cursor.seq);
+    } catch (error) {
+      opts.onError(asError(error, 'event store replay failed'));
+      return fail(res, unavailable('the event store'));
+    }
+    if (!result.ok) return fail(res, replayRejection(result.reason));
+    let conn: SseConnection | undefined;
+    // Frames the subscription delivers before the response exists; at most one store round trip's worth.
+    const early: Array<[frame: string, seq: number, final: boolean]> = [];
+    let ended: { retryMs: number | undefined } | undefined;
+    let subscription: StreamSubscription | undefined;
+    if (!result.complete && store.subscribe) {
+      const listener: StreamListener = {
+        frame(frame, seq, final) {
+          if (!conn) return void early.push([frame, seq, final]);
+          conn.write(frame, seq);
+          if (final) conn.end();
+        },
+        end(reason) {
+          // A deleted session ends like a local one; a broken tail asks the client to come back.
+          const retryMs = reason === 'error' ? opts.retryMs : undefined;
+          if (!conn) ended = { retryMs };
+          else conn.end(retryMs);
+        },
+        closed(retryMs) {
+          if (!conn) ended = { retryMs };
+          else conn.end(retryMs);
+        },
+      };
+      try {
+        subscription = await store.subscribe({ sessionId: session.id, streamId: cursor.streamId }, result.lastSeq, listener);
+      } catch (error) {
+        opts.onError(asError(error, 'event store subscribe failed'));
+        return fail(res, unavailable('the event store'));
+      }
+    }
+    const live = new SseConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': session.id }), opts.maxBufferedBytes, (c) => c.end(opts.retryMs), Date.now());
+    conn = live;
+    registry.live.add(live);
+    const timers: Array<ReturnType<typeof setTimeout>> = [];
+    live.onClose(() => {
+      registry.live.delete(live);
+      subscription?.cancel();
+      for (const t of timers) clearTimeout(t);
+    });
+    if (modern) live.write(primingEvent(eventId(cursor.streamId, cursor.seq), opts.retryMs));
+    for (const frame of result.frames) live.write(frame);
+    live.skipThrough = result.lastSeq;
+    // Without a live tail the client polls: it comes back after the retry hint for the rest.
+    if (result.complete || !subscription) return live.end(result.complete ? undefined : opts.retryMs);
+    for (const [frame, seq, final] of early) {
+      live.write(frame, seq);
+      if (final) live.end();
+    }
+    if (ended) live.end(ended.retryMs);
+    if (live.closed) return;
+    const cluster = opts.cluster as SessionCluster;
+    // The owner may die mid-call; nobody appends then, so check, and send the client back for its 404.
+    const check = setInterval(() => {
+      cluster.lookupOwner(session.id).then(
+        (owner) => {
+          if (!owner || owner.self) live.end(opts.retryMs);
+        },
+        () => {}, // a directory hiccup is not a verdict; the next check decides
+      );
+    }, cluster.ownerCheckMs ?? 5_000);
+    check.unref?.();
+    timers.push(check);
+    if (opts.maxStreamDurationMs !== undefined && modern) {
+      timers.push(setTimeout(() => live.end(opts.retryMs), opts.maxStreamDurationMs));
+    }
+  }
+
+  async function del(req: CoreRequest, res: CoreResponder): Promise<void> {
+    let found: Session | Rejection | RemoteSession = lookup(req);
+    if (maybeElsewhere(found, req)) found = await locate(req);
+    if ('remote' in found) return forward(req, res, found, undefined);
     if (!('sessionId' in found)) return fail(res, found);
     found.terminate(undefined);
     res.send(200, {}, undefined);
@@ -327,6 +481,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     async close() {
       closing = true;
       registry.close(opts.retryMs);
+      await opts.cluster?.close?.();
       await opts.eventStore.close?.();
     },
     get sessionCount() {
@@ -334,6 +489,20 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     },
     options: opts,
   };
+}
+
+function unavailable(what: string): Rejection {
+  return reject(503, ErrorCode.ServerError, `Service Unavailable: ${what} is unavailable; retry later`, { 'retry-after': '1' });
+}
+
+function malformedCursor(lastEventId: string): Rejection {
+  return reject(400, ErrorCode.InvalidRequest, `Bad Request: malformed Last-Event-ID ${JSON.stringify(lastEventId.slice(0, 80))}`);
+}
+
+function replayRejection(reason: 'unknown' | 'evicted'): Rejection {
+  return reason === 'evicted'
+    ? reject(410, ErrorCode.ServerError, 'Gone: the events after this Last-Event-ID were evicted by the event store retention limits; this stream cannot be resumed without loss')
+    : reject(404, ErrorCode.ServerError, "Not Found: Last-Event-ID names no event of this session (unknown, another session's, or past the end of its stream)");
 }
 
 function principalOf(authInfo: AuthInfo | undefined): string | undefined {

@@ -2,6 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { MemoryEventStore, type MemoryEventStoreOptions } from './events/memory.js';
 import type { EventStore } from './events/store.js';
+import type { SessionCluster } from './session/cluster.js';
 import { LOCAL_HOSTS } from './http/rules.js';
 
 /** What the server factory receives. */
@@ -70,6 +71,13 @@ export interface McpHandlerOptions {
   legacyPolling?: boolean;
   /** Called with errors that are not the client's fault (a failing store, a server factory that throws). */
   onError?: (error: Error) => void;
+  /**
+   * Several instances behind a load balancer without sticky sessions (e.g. `@mcp-kit/redis`):
+   * requests for a session another instance owns are forwarded to it, and a `GET` +
+   * `Last-Event-ID` is served here from the shared `eventStore`. Needs an `eventStore` all
+   * instances share. Ignored in stateless mode. Default: none (sessions live on one instance).
+   */
+  cluster?: SessionCluster;
 }
 
 export interface ResolvedOptions {
@@ -89,6 +97,7 @@ export interface ResolvedOptions {
   allowedOrigins: string[];
   legacyPolling: boolean;
   onError: (error: Error) => void;
+  cluster: SessionCluster | undefined;
 }
 
 export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
@@ -114,6 +123,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     allowedOrigins: (options.allowedOrigins ?? allowedHosts).map((o) => o.toLowerCase().replace(/\/$/, '')),
     legacyPolling: options.legacyPolling ?? false,
     onError: options.onError ?? ((error) => console.error('[mcp-kit]', error)),
+    cluster: options.stateless ? undefined : options.cluster,
   };
 }
 

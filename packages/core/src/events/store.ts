@@ -23,6 +23,45 @@ export interface EventStore {
   sweep?(now: number): void;
   /** Optional: releases timers and connections. */
   close?(): void | Promise<void>;
+  /**
+   * Optional: follows a stream live. In cluster mode a `GET` + `Last-Event-ID` can land on an
+   * instance that does not own the session; it replays with {@link replayAfter} and then calls
+   * `subscribe(stream, lastSeq, listener)` to carry on with the events the owner keeps appending.
+   *
+   * The store calls `listener.frame` for every frame whose seq is greater than `afterSeq`, in
+   * order and once each, whether it was appended before or after the call (closing the race
+   * between the replay and the subscription is the store's job), until the final frame, `cancel()`,
+   * or `listener.end`. Resolves once the subscription is in place; rejecting answers the resume
+   * with 503. Without `subscribe`, a resume on a non-owner replays what is stored and ends with
+   * the retry hint, so the client polls.
+   */
+  subscribe?(stream: StreamKey, afterSeq: number, listener: StreamListener): StreamSubscription | Promise<StreamSubscription>;
+  /**
+   * Optional, with `subscribe`: the owner let go of a stream's connection (`closeSSEStream`). The
+   * store tells every live tail of the stream to end with `retryMs` once it has delivered frame
+   * `afterSeq`, so a tool's close reaches its client wherever it is connected.
+   */
+  closeTails?(stream: StreamKey, afterSeq: number, retryMs: number): void | Promise<void>;
+}
+
+/** Receives a stream's frames from {@link EventStore.subscribe}. */
+export interface StreamListener {
+  /** The next frame of the stream; `final` is the frame that completes it (the subscription ends). */
+  frame(frame: string, seq: number, final: boolean): void;
+  /**
+   * The subscription is over and will deliver nothing more: `deleted` when the session's events
+   * were dropped (DELETE, expiry), `error` when the store cannot guarantee gapless delivery (store
+   * unreachable, frames evicted before they could be read). The engine ends the connection; the
+   * client resumes and gets the store's current answer.
+   */
+  end(reason: 'deleted' | 'error', error?: Error): void;
+  /** The owner closed the stream's connection ({@link EventStore.closeTails}): end it with this retry hint. The subscription is over. */
+  closed(retryMs: number): void;
+}
+
+export interface StreamSubscription {
+  /** Stops delivery (the client went away). Idempotent. */
+  cancel(): void;
 }
 
 export interface StreamKey {

@@ -1,7 +1,7 @@
 import { randomId } from '../events/ids.js';
 import type { ResolvedOptions } from '../options.js';
 import type { SseConnection } from '../streams/connection.js';
-import { Session } from './session.js';
+import { asError, Session } from './session.js';
 
 /**
  * All sessions of one handler: creation under a cap, lookup, idle expiry, and the periodic work
@@ -71,6 +71,15 @@ export class SessionRegistry {
       if (r) r.catch((error: unknown) => this.options.onError(error instanceof Error ? error : new Error(String(error))));
     } catch (error) {
       this.options.onError(error instanceof Error ? error : new Error(String(error)));
+    }
+    const cluster = this.options.cluster;
+    if (cluster) {
+      try {
+        const r = cluster.release(session.sessionId);
+        if (r) r.catch((error: unknown) => this.options.onError(asError(error, 'cluster release failed')));
+      } catch (error) {
+        this.options.onError(asError(error, 'cluster release failed'));
+      }
     }
   }
 

@@ -182,7 +182,9 @@ export class Session implements Transport {
     const stream = this.byRequest.get(id);
     if (!stream || !stream.closable) return false;
     if (retryMs !== undefined) stream.retryMs = retryMs;
-    stream.conn?.end(retryMs ?? stream.retryMs ?? this.options.retryMs);
+    const retry = retryMs ?? stream.retryMs ?? this.options.retryMs;
+    stream.conn?.end(retry);
+    this.closeRemoteTails(stream, retry);
     return true;
   }
 
@@ -190,8 +192,22 @@ export class Session implements Transport {
     const stream = this.standalone;
     if (!stream || !stream.closable) return false;
     if (retryMs !== undefined) stream.retryMs = retryMs;
-    stream.conn?.end(retryMs ?? stream.retryMs ?? this.options.retryMs);
+    const retry = retryMs ?? stream.retryMs ?? this.options.retryMs;
+    stream.conn?.end(retry);
+    this.closeRemoteTails(stream, retry);
     return true;
+  }
+
+  /** In a cluster the client may be following this stream from another instance: end that tail too. */
+  private closeRemoteTails(stream: Stream, retryMs: number): void {
+    const store = this.options.eventStore;
+    if (!store.closeTails || !stream.resumable || this.sessionId === undefined) return;
+    const key = this.streamKey(stream);
+    const seq = stream.seq;
+    // Behind the appends still in flight, so a tail delivers every frame sent before the close.
+    void (stream.tail ?? RESOLVED)
+      .then(() => store.closeTails!(key, seq, retryMs))
+      .catch((error: unknown) => this.options.onError(asError(error, 'event store closeTails failed')));
   }
 
   /** Ends the session: streams, stored events, the server. `retryMs` tells clients to come back (shutdown). */
