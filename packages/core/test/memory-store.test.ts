@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryEventStore, type MemoryEventStoreOptions, type StreamKey } from '@mcp-kit/core';
+import { eventStoreContract } from './store-contract.js';
 
 const S1 = 'session-1';
 const S2 = 'session-2';
@@ -28,111 +29,21 @@ function clocked(options: MemoryEventStoreOptions = {}) {
   return { store, clock };
 }
 
-describe('MemoryEventStore: createStream, append, replayAfter', () => {
-  it('replays a freshly created stream from cursor 0 as empty and not complete', () => {
-    const store = new MemoryEventStore();
-    store.createStream(A);
-    expect(store.replayAfter(S1, A.streamId, 0)).toEqual({ ok: true, frames: [], lastSeq: 0, complete: false });
-  });
+eventStoreContract('MemoryEventStore', (limits) => new MemoryEventStore(limits));
 
-  it('cursor 0 replays everything, oldest first, byte for byte', () => {
-    const store = new MemoryEventStore();
-    store.createStream(A);
-    fill(store, A, 1, 5);
-    expect(store.replayAfter(S1, A.streamId, 0)).toEqual({ ok: true, frames: frames(A, 1, 5), lastSeq: 5, complete: false });
-  });
-
-  it('a middle cursor replays exactly the frames after it', () => {
-    const store = new MemoryEventStore();
-    store.createStream(A);
-    fill(store, A, 1, 5);
-    expect(store.replayAfter(S1, A.streamId, 2)).toEqual({ ok: true, frames: frames(A, 3, 5), lastSeq: 5, complete: false });
-    expect(store.replayAfter(S1, A.streamId, 4)).toEqual({ ok: true, frames: [frame(A, 5)], lastSeq: 5, complete: false });
-  });
-
-  it('the cursor of the last frame replays nothing, with lastSeq = cursor', () => {
-    const store = new MemoryEventStore();
-    store.createStream(A);
-    fill(store, A, 1, 3);
-    expect(store.replayAfter(S1, A.streamId, 3)).toEqual({ ok: true, frames: [], lastSeq: 3, complete: false });
-  });
-
-  it('a cursor beyond the last frame is unknown (never issued)', () => {
-    const store = new MemoryEventStore();
-    store.createStream(A);
-    fill(store, A, 1, 3);
-    expect(store.replayAfter(S1, A.streamId, 4)).toEqual({ ok: false, reason: 'unknown' });
-    expect(store.replayAfter(S1, A.streamId, 1_000)).toEqual({ ok: false, reason: 'unknown' });
-  });
-
-  it('a negative cursor is unknown', () => {
-    const store = new MemoryEventStore();
-    store.createStream(A);
-    fill(store, A, 1, 3);
-    expect(store.replayAfter(S1, A.streamId, -1)).toEqual({ ok: false, reason: 'unknown' });
-  });
-
-  it("another session's stream is unknown and never yields its frames", () => {
-    const store = new MemoryEventStore();
-    store.createStream(C);
-    fill(store, C, 1, 3);
-    for (const cursor of [0, 1, 3]) {
-      expect(store.replayAfter(S1, C.streamId, cursor)).toEqual({ ok: false, reason: 'unknown' });
-    }
-    // The owner still gets them.
-    expect(store.replayAfter(S2, C.streamId, 0)).toEqual({ ok: true, frames: frames(C, 1, 3), lastSeq: 3, complete: false });
-  });
-
-  it('a stream that was never created is unknown', () => {
-    const store = new MemoryEventStore();
-    store.createStream(A);
-    fill(store, A, 1, 2);
-    expect(store.replayAfter(S1, 'nosuchstreamnosuchstre', 0)).toEqual({ ok: false, reason: 'unknown' });
-  });
-
+describe('MemoryEventStore: stream registration (stats)', () => {
   it('append without createStream registers the stream', () => {
     const store = new MemoryEventStore();
     fill(store, A, 1, 2);
-    expect(store.replayAfter(S1, A.streamId, 0)).toEqual({ ok: true, frames: frames(A, 1, 2), lastSeq: 2, complete: false });
     expect(store.stats()).toEqual({ streams: 1, events: 2, bytes: frame(A, 1).length + frame(A, 2).length });
   });
 
-  it('createStream twice keeps the frames already stored', () => {
+  it('createStream twice keeps one stream', () => {
     const store = new MemoryEventStore();
     store.createStream(A);
     fill(store, A, 1, 2);
     store.createStream(A);
-    expect(store.replayAfter(S1, A.streamId, 0)).toEqual({ ok: true, frames: frames(A, 1, 2), lastSeq: 2, complete: false });
     expect(store.stats().streams).toBe(1);
-  });
-
-  it('keeps streams apart: each replays only its own frames', () => {
-    const store = new MemoryEventStore();
-    for (let seq = 1; seq <= 4; seq++) {
-      store.append(A, seq, frame(A, seq), false);
-      store.append(B, seq, frame(B, seq), false);
-    }
-    expect(store.replayAfter(S1, A.streamId, 1)).toEqual({ ok: true, frames: frames(A, 2, 4), lastSeq: 4, complete: false });
-    expect(store.replayAfter(S1, B.streamId, 3)).toEqual({ ok: true, frames: [frame(B, 4)], lastSeq: 4, complete: false });
-  });
-
-  it('a final append sets complete, whether the final frame is replayed or lies before the cursor', () => {
-    const store = new MemoryEventStore();
-    store.createStream(A);
-    fill(store, A, 1, 2);
-    expect(store.replayAfter(S1, A.streamId, 0)).toMatchObject({ ok: true, complete: false });
-    store.append(A, 3, frame(A, 3), true);
-    expect(store.replayAfter(S1, A.streamId, 1)).toEqual({ ok: true, frames: frames(A, 2, 3), lastSeq: 3, complete: true });
-    expect(store.replayAfter(S1, A.streamId, 3)).toEqual({ ok: true, frames: [], lastSeq: 3, complete: true });
-  });
-
-  it('replay returns a copy: mutating it does not change the store', () => {
-    const store = new MemoryEventStore();
-    fill(store, A, 1, 3);
-    const first = store.replayAfter(S1, A.streamId, 0);
-    if (!first.ok) throw new Error('expected ok');
-    first.frames.length = 0;
-    expect(store.replayAfter(S1, A.streamId, 0)).toEqual({ ok: true, frames: frames(A, 1, 3), lastSeq: 3, complete: false });
   });
 });
 
