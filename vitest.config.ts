@@ -12,6 +12,7 @@ export default defineConfig({
       '@mcp-kit/fixtures': src('fixtures'),
       '@mcp-kit/next': src('next'),
       '@mcp-kit/koa': src('koa'),
+      '@mcp-kit/redis': src('redis'),
     },
   },
   test: {

@@ -1,0 +1,120 @@
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { FORWARDED_HEADER, type CoreResponder, type ForwardedRequest, type OutHeaders } from '@mcp-kit/core';
+
+/** Headers that describe one hop, not the message; never relayed. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'accept-encoding',
+  'content-encoding',
+]);
+
+export interface ForwarderOptions {
+  /** Sent in {@link FORWARDED_HEADER}, so the owner never forwards the request again. */
+  instanceId: string;
+  /** Connecting to the owner may take this long. Default `2_000`. */
+  connectTimeoutMs?: number;
+  /**
+   * A relayed stream whose client reads slower than the owner writes is cut past this many
+   * buffered bytes; the client resumes from the store, as with a local stream. Default 4 MiB.
+   */
+  maxBufferedBytes?: number;
+}
+
+/**
+ * Relays requests to the instance that owns their session over HTTP(S), with keep-alive
+ * connections: the body as read, the client's headers (so the owner runs its own auth, Origin and
+ * Host checks), and the answer, a JSON body or an SSE stream, back through the responder as it comes.
+ */
+export class HttpForwarder {
+  private readonly http = new HttpAgent({ keepAlive: true });
+  private readonly https = new HttpsAgent({ keepAlive: true });
+  private readonly connectTimeoutMs: number;
+  private readonly maxBufferedBytes: number;
+
+  constructor(private readonly options: ForwarderOptions) {
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 2_000;
+    this.maxBufferedBytes = options.maxBufferedBytes ?? 4 * 1024 * 1024;
+  }
+
+  forward(url: string, request: ForwardedRequest, responder: CoreResponder): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const target = new URL(url);
+      const headers: OutgoingHttpHeaders = {};
+      for (const [name, value] of Object.entries(request.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value as string | string[];
+      // Frames are relayed as text; a compressed body would have to be decoded first.
+      headers['accept-encoding'] = 'identity';
+      headers[FORWARDED_HEADER] = this.options.instanceId;
+      if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
+      const secure = target.protocol === 'https:';
+      let settled = false;
+      const req = (secure ? httpsRequest : httpRequest)(target, { method: request.method, headers, agent: secure ? this.https : this.http }, (upstream) => {
+        const status = upstream.statusCode ?? 502;
+        const out = relayable(upstream.headers);
+        if (status === 200 && String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+          const sink = responder.stream(out);
+          settled = true;
+          resolve();
+          upstream.setEncoding('utf8');
+          upstream.on('data', (chunk: string) => {
+            sink.write(chunk);
+            if (sink.bufferedBytes > this.maxBufferedBytes) upstream.destroy();
+          });
+          // The owner went away or hung up (its own close, a shutdown): end here too; the client resumes.
+          upstream.on('error', () => {});
+          upstream.on('close', () => sink.end());
+          // The client left: hang up on the owner too, so its stream sees the disconnect.
+          sink.onClose(() => upstream.destroy());
+          return;
+        }
+        const chunks: Buffer[] = [];
+        upstream.on('data', (chunk: Buffer) => chunks.push(chunk));
+        upstream.on('end', () => {
+          settled = true;
+          const body = Buffer.concat(chunks).toString('utf8');
+          responder.send(status, out, body === '' ? undefined : body);
+          resolve();
+        });
+        upstream.on('error', (error) => {
+          if (!settled) reject(error);
+        });
+      });
+      const timer = setTimeout(() => req.destroy(new Error(`could not connect to ${target.origin} within ${this.connectTimeoutMs} ms`)), this.connectTimeoutMs);
+      req.on('socket', (socket) => {
+        if (!socket.connecting) clearTimeout(timer);
+        else socket.once('connect', () => clearTimeout(timer));
+      });
+      req.on('error', (error) => {
+        clearTimeout(timer);
+        if (!settled) {
+          settled = true;
+          reject(error);
+        }
+      });
+      req.end(request.body);
+    });
+  }
+
+  close(): void {
+    this.http.destroy();
+    this.https.destroy();
+  }
+}
+
+function relayable(headers: IncomingHttpHeaders): OutHeaders {
+  const out: OutHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || name === 'date') continue;
+    out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}

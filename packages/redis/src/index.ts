@@ -1,0 +1,10 @@
+export { RedisEventStore } from './store.js';
+export type { RedisEventStoreOptions } from './store.js';
+export { RedisSessionCluster } from './cluster.js';
+export type { RedisSessionClusterOptions } from './cluster.js';
+export { createRedisScaleOut } from './scale-out.js';
+export type { RedisScaleOut, RedisScaleOutOptions } from './scale-out.js';
+export { createRedisClient, whenReady } from './client.js';
+export type { RedisClientOptions } from './client.js';
+export { HttpForwarder } from './forward.js';
+export type { ForwarderOptions } from './forward.js';

@@ -1,0 +1,43 @@
+import type { Redis } from 'ioredis';
+import { createRedisClient, whenReady } from './client.js';
+import { RedisSessionCluster, type RedisSessionClusterOptions } from './cluster.js';
+import { RedisEventStore, type RedisEventStoreOptions } from './store.js';
+
+export interface RedisScaleOutOptions
+  extends Omit<RedisEventStoreOptions, 'client' | 'url'>,
+    Omit<RedisSessionClusterOptions, 'client' | 'url'> {
+  /** Redis to connect to, e.g. `process.env.REDIS_URL`. Give this or `client`. */
+  url?: string;
+  /** An ioredis client to share instead of `url`; not closed by `McpHandler.close()`. */
+  client?: Redis;
+}
+
+export interface RedisScaleOut {
+  /** Pass as `createMcpHandler({ eventStore })`. */
+  eventStore: RedisEventStore;
+  /** Pass as `createMcpHandler({ cluster })`. */
+  cluster: RedisSessionCluster;
+  /** The shared command connection (live tails use one more). */
+  client: Redis;
+  /** Resolves once Redis answers; until then requests that need it get 503s. */
+  ready(timeoutMs?: number): Promise<void>;
+}
+
+/**
+ * Everything several instances behind a plain load balancer need, on one Redis connection: the
+ * shared event store (replay and live tails on any instance) and session ownership with
+ * forwarding. `McpHandler.close()` closes both, and the connection if this function opened it.
+ *
+ * @example
+ * const redis = createRedisScaleOut({ url: process.env.REDIS_URL, internalUrl: `http://${podIp}:3000/mcp` });
+ * const mcp = createMcpHandler({ server: () => buildServer(), eventStore: redis.eventStore, cluster: redis.cluster });
+ */
+export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOut {
+  if (!options.client && !options.url) throw new TypeError('createRedisScaleOut: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
+  const owns = !options.client;
+  const client = options.client ?? createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit' });
+  // The handler closes the cluster first, then the store: the store closes the shared connection.
+  const cluster = new RedisSessionCluster({ ...options, client, ownsClient: false });
+  const eventStore = new RedisEventStore({ ...options, client, ownsClient: owns });
+  return { eventStore, cluster, client, ready: (timeoutMs) => whenReady(client, timeoutMs) };
+}

@@ -1,0 +1,426 @@
+import type { Redis } from 'ioredis';
+import type { EventStore, ReplayResult, StreamKey, StreamListener, StreamSubscription } from '@mcp-kit/core';
+import { createRedisClient, LuaScript, whenReady } from './client.js';
+
+export interface RedisEventStoreOptions {
+  /** Redis to connect to, e.g. `redis://localhost:6379`. Give this or `client`. */
+  url?: string;
+  /**
+   * An ioredis client to use instead of `url`; the store does not close it. Prefer one made with
+   * {@link createRedisClient}: with ioredis' defaults (offline queue on, 20 retries) requests wait
+   * instead of failing fast while Redis is down.
+   */
+  client?: Redis;
+  /** Prefix of every key and channel. Default `'mcp-kit:'`. */
+  keyPrefix?: string;
+  /** Frames kept per stream (XADD MAXLEN, exact); older cursors get `evicted`. Default `10_000`. */
+  maxEventsPerStream?: number;
+  /**
+   * A stream's key (and its session's index) expires this long after its last event (PEXPIRE on
+   * every append). A cursor into an expired stream is `unknown`. Default `15 * 60_000`.
+   */
+  streamTtlMs?: number;
+  /** Command timeout of the client created from `url`, in ms. Default `2_000`. */
+  commandTimeoutMs?: number;
+  /**
+   * How long live tails wait for a lost subscriber connection to come back before they end (and
+   * their clients resume elsewhere). Default `2_000`.
+   */
+  reconnectGraceMs?: number;
+}
+
+// KEYS: stream, session index. ARGV: streamId, ttl, maxlen.
+// The `0-1` entry stands for seq 0, so `<token>.0` is a valid cursor before any event.
+const CREATE = new LuaScript(
+  `if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-1', 'c', '1')
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 1`,
+  2,
+);
+
+// KEYS: stream, session index. ARGV: entry id, frame, final, maxlen, ttl, streamId, seq.
+// One round trip stores the frame, bounds the stream, and tells live tails on other instances.
+const APPEND = new LuaScript(
+  `redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[4], ARGV[1], 'f', ARGV[2], 'e', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('SADD', KEYS[2], ARGV[6])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+redis.call('PUBLISH', KEYS[1], ARGV[7] .. ' ' .. ARGV[3] .. ' ' .. ARGV[2])
+return 1`,
+  2,
+);
+
+// KEYS: stream. ARGV: afterSeq, id of the first entry to return.
+// Returns {0} unknown, {1} evicted, or {2, lastSeq, complete, frames...}.
+const REPLAY = new LuaScript(
+  `local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if #last == 0 then return {0} end
+local lastSeq = tonumber(string.match(last[1][1], '^(%d+)'))
+local fields = last[1][2]
+local complete = 0
+if fields[1] == 'f' and fields[4] == '1' then complete = 1 end
+local after = tonumber(ARGV[1])
+if after > lastSeq then return {0} end
+local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+if tonumber(string.match(first[1][1], '^(%d+)')) > after + 1 then return {1} end
+local out = {2, lastSeq, complete}
+local entries = redis.call('XRANGE', KEYS[1], ARGV[2], '+')
+for i = 1, #entries do out[i + 3] = entries[i][2][2] end
+return out`,
+  1,
+);
+
+// KEYS: session index. ARGV: stream key prefix of the session.
+// Keys are built from the index: they share its hash tag, so this holds on Redis Cluster too.
+const DELETE = new LuaScript(
+  `local ids = redis.call('SMEMBERS', KEYS[1])
+for i = 1, #ids do
+  local key = ARGV[1] .. ids[i]
+  redis.call('DEL', key)
+  redis.call('PUBLISH', key, '0 d')
+end
+redis.call('DEL', KEYS[1])
+return #ids`,
+  1,
+);
+
+/** Frames a tail may hold while it reads a gap from Redis; past it the tail ends and the client resumes. */
+const MAX_PENDING = 10_000;
+
+/**
+ * An {@link EventStore} on Redis Streams, for several instances behind a load balancer: one stream
+ * key per (session, stream), entry id `<seq>-0`, XADD with an exact MAXLEN and a TTL refreshed on
+ * every append, XRANGE to replay. Appends are also published on the stream's channel, which
+ * {@link subscribe} turns into an ordered, gapless live tail on any instance.
+ *
+ * Keys: `<prefix>{<sessionId>}:<streamId>` (a stream) and `<prefix>{<sessionId>}` (the set of the
+ * session's stream ids, for `deleteSession`). Event ids stay the engine's opaque
+ * `<token>.<seq>`; a stream is found only under the session that created it.
+ */
+export class RedisEventStore implements EventStore {
+  readonly client: Redis;
+  readonly keyPrefix: string;
+  readonly maxEventsPerStream: number;
+  readonly streamTtlMs: number;
+  private readonly ownsClient: boolean;
+  private readonly reconnectGraceMs: number;
+  private readonly commandTimeoutMs: number;
+  private subscriber: Redis | undefined;
+  private subscriberConnecting: Promise<void> | undefined;
+  private subscriberWasReady = false;
+  private graceTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly channels = new Map<string, { tails: Set<Tail>; ready: Promise<unknown> }>();
+  private closed = false;
+
+  constructor(options: RedisEventStoreOptions & { /** @internal */ ownsClient?: boolean } = {}) {
+    if (!options.client && !options.url) throw new TypeError('RedisEventStore: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
+    this.commandTimeoutMs = positiveInt(options.commandTimeoutMs ?? 2_000, 'commandTimeoutMs');
+    this.client = options.client ?? createRedisClient(options.url as string, { commandTimeoutMs: this.commandTimeoutMs, connectionName: 'mcp-kit-events' });
+    this.ownsClient = options.ownsClient ?? !options.client;
+    this.keyPrefix = options.keyPrefix ?? 'mcp-kit:';
+    this.maxEventsPerStream = positiveInt(options.maxEventsPerStream ?? 10_000, 'maxEventsPerStream');
+    this.streamTtlMs = positiveInt(options.streamTtlMs ?? 15 * 60_000, 'streamTtlMs');
+    this.reconnectGraceMs = positiveInt(options.reconnectGraceMs ?? 2_000, 'reconnectGraceMs');
+  }
+
+  /**
+   * Resolves once Redis answers (with `timeoutMs`, rejects after that long). Until then, and
+   * whenever Redis is unreachable, every method rejects at once and requests get 503s.
+   */
+  ready(timeoutMs?: number): Promise<void> {
+    return whenReady(this.client, timeoutMs);
+  }
+
+  async createStream(key: StreamKey): Promise<void> {
+    await CREATE.run(this.client, [this.streamKey(key), this.indexKey(key.sessionId), key.streamId, this.streamTtlMs, this.maxEventsPerStream]);
+  }
+
+  async append(key: StreamKey, seq: number, frame: string, final: boolean): Promise<void> {
+    const flag = final ? '1' : '0';
+    await APPEND.run(this.client, [this.streamKey(key), this.indexKey(key.sessionId), `${seq}-0`, frame, flag, this.maxEventsPerStream, this.streamTtlMs, key.streamId, seq]);
+  }
+
+  async replayAfter(sessionId: string, streamId: string, afterSeq: number): Promise<ReplayResult> {
+    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) return { ok: false, reason: 'unknown' };
+    const reply = (await REPLAY.run(this.client, [this.streamKey({ sessionId, streamId }), afterSeq, `${afterSeq + 1}-0`])) as [number, ...unknown[]];
+    if (reply[0] === 0) return { ok: false, reason: 'unknown' };
+    if (reply[0] === 1) return { ok: false, reason: 'evicted' };
+    return { ok: true, lastSeq: reply[1] as number, complete: reply[2] === 1, frames: reply.slice(3) as string[] };
+  }
+
+  /** Publishes the owner's `closeSSEStream` to the stream's live tails on every instance. */
+  async closeTails(key: StreamKey, afterSeq: number, retryMs: number): Promise<void> {
+    await this.client.publish(this.streamKey(key), `${afterSeq} c ${retryMs}`);
+  }
+
+  async deleteSession(sessionId: string): Promise<void> {
+    await DELETE.run(this.client, [this.indexKey(sessionId), `${this.keyPrefix}{${sessionId}}:`]);
+  }
+
+  /**
+   * Follows a stream from any instance: subscribes to its channel, then reads what was appended
+   * after `afterSeq` (so nothing falls between the two), then delivers published frames in seq
+   * order; a gap (a message lost while the subscriber connection was down) is filled from the
+   * stream. One subscriber connection per store serves every tail.
+   */
+  async subscribe(key: StreamKey, afterSeq: number, listener: StreamListener): Promise<StreamSubscription> {
+    const subscriber = await this.subscriberConnection();
+    const channel = this.streamKey(key);
+    let entry = this.channels.get(channel);
+    if (!entry) {
+      const created = { tails: new Set<Tail>(), ready: subscriber.subscribe(channel) };
+      created.ready.catch(() => {
+        if (this.channels.get(channel) === created) this.channels.delete(channel);
+      });
+      this.channels.set(channel, created);
+      entry = created;
+    }
+    const tail = new Tail(this, key, afterSeq, listener, () => this.drop(channel, tail));
+    entry.tails.add(tail);
+    try {
+      await entry.ready;
+    } catch (error) {
+      tail.cancel();
+      throw error;
+    }
+    void tail.catchUp();
+    return tail;
+  }
+
+  /** Live tails on this instance, for tests and metrics. */
+  get tailCount(): number {
+    let n = 0;
+    for (const entry of this.channels.values()) n += entry.tails.size;
+    return n;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.graceTimer) clearTimeout(this.graceTimer);
+    for (const entry of this.channels.values()) for (const tail of entry.tails) tail.fail('error');
+    this.channels.clear();
+    this.subscriber?.disconnect();
+    if (this.ownsClient) await this.client.quit().catch(() => this.client.disconnect());
+  }
+
+  private streamKey(key: StreamKey): string {
+    return `${this.keyPrefix}{${key.sessionId}}:${key.streamId}`;
+  }
+
+  private indexKey(sessionId: string): string {
+    return `${this.keyPrefix}{${sessionId}}`;
+  }
+
+  private drop(channel: string, tail: Tail): void {
+    const entry = this.channels.get(channel);
+    if (!entry || !entry.tails.delete(tail) || entry.tails.size > 0) return;
+    this.channels.delete(channel);
+    this.subscriber?.unsubscribe(channel).catch(() => {});
+  }
+
+  private async subscriberConnection(): Promise<Redis> {
+    if (this.closed) throw new Error('RedisEventStore is closed');
+    if (!this.subscriber) {
+      const subscriber = this.client.duplicate({
+        lazyConnect: true,
+        // Resubscribing is ours: after the SUBSCRIBE is acknowledged, tails re-read their gap.
+        autoResubscribe: false,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        commandTimeout: this.commandTimeoutMs,
+        connectionName: 'mcp-kit-tails',
+      });
+      subscriber.on('error', () => {});
+      subscriber.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+      subscriber.on('ready', () => this.onSubscriberReady());
+      subscriber.on('close', () => this.onSubscriberLost());
+      this.subscriber = subscriber;
+      this.subscriberConnecting = subscriber.connect().catch(() => {});
+    }
+    if (this.subscriber.status !== 'ready') {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([this.subscriberConnecting, new Promise((resolve) => (timer = setTimeout(resolve, this.commandTimeoutMs)))]);
+      clearTimeout(timer);
+    }
+    if (this.subscriber.status !== 'ready') throw new Error('Redis is unreachable: the subscriber connection is down');
+    return this.subscriber;
+  }
+
+  private onMessage(channel: string, message: string): void {
+    const entry = this.channels.get(channel);
+    if (!entry) return;
+    const space = message.indexOf(' ');
+    const flag = message.charAt(space + 1);
+    if (flag === 'd') {
+      for (const tail of [...entry.tails]) tail.fail('deleted');
+      return;
+    }
+    const seq = Number(message.slice(0, space));
+    if (flag === 'c') {
+      const retryMs = Number(message.slice(space + 3));
+      for (const tail of [...entry.tails]) tail.onClosed(seq, retryMs);
+      return;
+    }
+    const frame = message.slice(space + 3);
+    for (const tail of [...entry.tails]) tail.onPublished(frame, seq, flag === '1');
+  }
+
+  private onSubscriberLost(): void {
+    if (this.closed || this.graceTimer || this.channels.size === 0) return;
+    this.graceTimer = setTimeout(() => {
+      this.graceTimer = undefined;
+      if (this.subscriber?.status === 'ready') return;
+      for (const entry of this.channels.values()) for (const tail of [...entry.tails]) tail.fail('error', new Error('Redis subscriber connection lost'));
+    }, this.reconnectGraceMs);
+    this.graceTimer.unref?.();
+  }
+
+  private onSubscriberReady(): void {
+    const again = this.subscriberWasReady;
+    this.subscriberWasReady = true;
+    if (this.graceTimer) {
+      clearTimeout(this.graceTimer);
+      this.graceTimer = undefined;
+    }
+    if (!again || this.channels.size === 0) return;
+    const channels = [...this.channels.keys()];
+    const tails = [...this.channels.values()].flatMap((entry) => [...entry.tails]);
+    (this.subscriber as Redis).subscribe(...channels).then(
+      () => {
+        for (const tail of tails) void tail.catchUp();
+      },
+      (error: unknown) => {
+        for (const tail of tails) tail.fail('error', error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  }
+}
+
+/** One live tail: delivers frames after a cursor, in order and once each. */
+class Tail implements StreamSubscription {
+  private next: number;
+  private readonly startSeq: number;
+  /** The owner closed the stream after this frame: end there, with this retry hint. */
+  private closeAt: { afterSeq: number; retryMs: number } | undefined;
+  private reading = false;
+  private readAgain = false;
+  private pending: Array<{ frame: string; seq: number; final: boolean }> = [];
+  private done = false;
+
+  constructor(
+    private readonly store: RedisEventStore,
+    private readonly key: StreamKey,
+    afterSeq: number,
+    private readonly listener: StreamListener,
+    private readonly onDone: () => void,
+  ) {
+    this.next = afterSeq + 1;
+    this.startSeq = afterSeq;
+  }
+
+  cancel(): void {
+    this.finish();
+  }
+
+  fail(reason: 'deleted' | 'error', error?: Error): void {
+    if (this.done) return;
+    this.finish();
+    this.listener.end(reason, error);
+  }
+
+  onClosed(afterSeq: number, retryMs: number): void {
+    // A close at or before where this tail started is the one its client just resumed from.
+    if (this.done || afterSeq <= this.startSeq) return;
+    this.closeAt = { afterSeq, retryMs };
+    if (!this.reading) {
+      if (this.next - 1 >= afterSeq) this.closeNow();
+      else void this.catchUp();
+    }
+  }
+
+  onPublished(frame: string, seq: number, final: boolean): void {
+    if (this.done || seq < this.next) return;
+    if (this.reading) {
+      if (this.pending.length >= MAX_PENDING) return this.fail('error', new Error('live tail fell too far behind'));
+      this.pending.push({ frame, seq, final });
+      return;
+    }
+    if (seq === this.next) return this.deliver(frame, seq, final);
+    void this.catchUp();
+  }
+
+  /** Reads what the stream holds after the last delivered frame, then what was published meanwhile. */
+  async catchUp(): Promise<void> {
+    if (this.done) return;
+    if (this.reading) {
+      this.readAgain = true;
+      return;
+    }
+    this.reading = true;
+    try {
+      do {
+        this.readAgain = false;
+        const before = this.next;
+        const result = await this.store.replayAfter(this.key.sessionId, this.key.streamId, this.next - 1);
+        if (this.done) return;
+        if (!result.ok) {
+          // Gone (deleted, expired) or frames evicted before this tail could read them.
+          return this.fail(result.reason === 'unknown' ? 'deleted' : 'error', new Error(`live tail: stream ${result.reason}`));
+        }
+        const { frames, complete } = result;
+        for (let i = 0; i < frames.length && !this.done; i++) this.deliver(frames[i] as string, this.next, complete && i === frames.length - 1);
+        if (this.done) return;
+        const pending = this.pending.sort((a, b) => a.seq - b.seq);
+        this.pending = [];
+        for (const p of pending) {
+          if (p.seq < this.next) continue;
+          if (p.seq > this.next) {
+            this.readAgain = true;
+            break;
+          }
+          this.deliver(p.frame, p.seq, p.final);
+          if (this.done) return;
+        }
+        if (this.closeAt && this.next - 1 < this.closeAt.afterSeq) {
+          // The frames before a close are stored before it is published; if a read brings none, close anyway.
+          if (this.next === before) return this.closeNow();
+          this.readAgain = true;
+        }
+      } while (this.readAgain);
+    } catch (error) {
+      this.fail('error', error instanceof Error ? error : new Error(String(error)));
+    } finally {
+      this.reading = false;
+    }
+  }
+
+  private deliver(frame: string, seq: number, final: boolean): void {
+    this.next = seq + 1;
+    this.listener.frame(frame, seq, final);
+    if (final) this.finish();
+    else if (this.closeAt && seq >= this.closeAt.afterSeq) this.closeNow();
+  }
+
+  private closeNow(): void {
+    const retryMs = (this.closeAt as { retryMs: number }).retryMs;
+    this.finish();
+    this.listener.closed(retryMs);
+  }
+
+  private finish(): void {
+    if (this.done) return;
+    this.done = true;
+    this.pending = [];
+    this.onDone();
+  }
+}
+
+function positiveInt(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`RedisEventStore: ${name} must be a positive integer, got ${String(value)}`);
+  return value;
+}

@@ -1,0 +1,110 @@
+/**
+ * RedisEventStore against a real redis-server: the same EventStore contract the memory store
+ * passes, the live-tail contract, and what is Redis-specific (keys, TTL, MAXLEN, failures).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import type { EventStore, StreamKey } from '@mcp-kit/core';
+import { RedisEventStore } from '@mcp-kit/redis';
+import { eventStoreContract, frame, frames, subscribeContract, type ContractLimits } from '../../core/test/store-contract.js';
+import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+
+let redis: TestRedis;
+const stores: RedisEventStore[] = [];
+let admin: Redis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = new Redis(redis.url);
+});
+
+afterAll(async () => {
+  for (const s of stores) await s.close();
+  admin?.disconnect();
+  await redis?.stop();
+});
+
+async function makeStore(limits: ContractLimits & { streamTtlMs?: number; keyPrefix?: string } = {}): Promise<EventStore & RedisEventStore> {
+  const store = new RedisEventStore({ url: redis.url, ...limits });
+  stores.push(store);
+  await store.ready(5_000);
+  return store;
+}
+
+eventStoreContract('RedisEventStore', (limits) => makeStore(limits));
+subscribeContract('RedisEventStore', (limits) => makeStore(limits));
+
+const key = (name: string): StreamKey => ({ sessionId: `sess-${name}`, streamId: `${name}`.padEnd(22, '0') });
+
+describe('RedisEventStore: keys, limits and failures', () => {
+  it('keeps one Redis Stream per (session, stream) with entry ids <seq>-0, exactly MAXLEN entries, and a TTL', async () => {
+    const store = await makeStore({ maxEventsPerStream: 5, streamTtlMs: 60_000, keyPrefix: 'kt:' });
+    const A = key('layout');
+    await store.createStream(A);
+    for (let seq = 1; seq <= 8; seq++) await store.append(A, seq, frame(A, seq), seq === 8);
+    const streamKey = `kt:{${A.sessionId}}:${A.streamId}`;
+    expect(await admin.type(streamKey)).toBe('stream');
+    expect(await admin.xlen(streamKey)).toBe(5);
+    const entries = await admin.xrange(streamKey, '-', '+');
+    expect(entries.map(([id]) => id)).toEqual(['4-0', '5-0', '6-0', '7-0', '8-0']);
+    expect(entries[4]![1]).toEqual(['f', frame(A, 8), 'e', '1']);
+    const ttl = await admin.pttl(streamKey);
+    expect(ttl).toBeGreaterThan(50_000);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+    expect(await admin.smembers(`kt:{${A.sessionId}}`)).toEqual([A.streamId]);
+    expect(await admin.pttl(`kt:{${A.sessionId}}`)).toBeGreaterThan(50_000);
+  });
+
+  it('a stream expires streamTtlMs after its last append: its cursors become unknown', async () => {
+    const store = await makeStore({ streamTtlMs: 150 });
+    const A = key('ttl');
+    await store.append(A, 1, frame(A, 1), false);
+    expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: [frame(A, 1)], lastSeq: 1, complete: false });
+    const deadline = Date.now() + 5_000;
+    while ((await admin.exists(`mcp-kit:{${A.sessionId}}:${A.streamId}`)) === 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: false, reason: 'unknown' });
+  });
+
+  it('replay cost does not depend on what else the store holds: one round trip for the slice asked', async () => {
+    const store = await makeStore();
+    const target = key('target');
+    const other = key('other');
+    for (let seq = 1; seq <= 2_000; seq++) await store.append(other, seq, 'x', false);
+    for (let seq = 1; seq <= 10; seq++) await store.append(target, seq, frame(target, seq), false);
+    expect(await store.replayAfter(target.sessionId, target.streamId, 7)).toEqual({ ok: true, frames: frames(target, 8, 10), lastSeq: 10, complete: false });
+  });
+
+  it('rejects bad options with errors that name them', () => {
+    expect(() => new RedisEventStore({})).toThrow(/give `url`/);
+    expect(() => new RedisEventStore({ url: redis.url, maxEventsPerStream: 0 })).toThrow('RedisEventStore: maxEventsPerStream must be a positive integer, got 0');
+    expect(() => new RedisEventStore({ url: redis.url, streamTtlMs: 1.5 })).toThrow(/streamTtlMs/);
+  });
+
+  it('while Redis is unreachable every method rejects fast (no queue), and works again once Redis is back', async () => {
+    const store = await makeStore();
+    const A = key('outage');
+    await store.append(A, 1, frame(A, 1), false);
+    await redis.stop();
+    try {
+      const started = Date.now();
+      await expect(store.append(A, 2, frame(A, 2), false)).rejects.toThrow();
+      await expect(store.replayAfter(A.sessionId, A.streamId, 0)).rejects.toThrow();
+      await expect(store.subscribe(A, 0, { frame() {}, end() {} })).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await redis.start();
+    }
+    // The restarted server is empty; the store reconnects by itself.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        await store.append(A, 5, frame(A, 5), false);
+        break;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    expect(await store.replayAfter(A.sessionId, A.streamId, 4)).toEqual({ ok: true, frames: [frame(A, 5)], lastSeq: 5, complete: false });
+  });
+});

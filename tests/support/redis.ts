@@ -1,0 +1,97 @@
+/**
+ * A real redis-server for tests: started on a free port without persistence, stopped by its PID.
+ * Missing redis-server is a failure with instructions, never a skip.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+
+/** redis-server on PATH or at /usr/bin/redis-server; throws with the install command otherwise. */
+export function redisServerBinary(): string {
+  const onPath = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
+  if (onPath) return onPath;
+  if (existsSync('/usr/bin/redis-server')) return '/usr/bin/redis-server';
+  throw new Error(
+    'redis-server not found on PATH or at /usr/bin/redis-server. The Redis tests need a real Redis 7: ' +
+      'install it with `apt-get update && apt-get install -y redis-server` (Debian/Ubuntu) or `brew install redis` (macOS). ' +
+      '.ci/run installs it on CI.',
+  );
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestRedis {
+  url: string;
+  port: number;
+  /** PID of the running server; changes on restart. */
+  readonly pid: number;
+  /** SIGKILLs the server (by PID) and waits for it to exit: Redis is down. */
+  stop(): Promise<void>;
+  /** Starts a new, empty server on the same port. */
+  start(): Promise<void>;
+}
+
+async function waitForPort(port: number, child: ChildProcess, log: () => string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}:\n${log()}`);
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.write('PING\r\n');
+        socket.once('data', (d) => {
+          socket.destroy();
+          resolve(d.toString().startsWith('+PONG'));
+        });
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (up) return;
+    if (Date.now() > deadline) throw new Error(`redis-server did not answer on port ${port} within 10 s:\n${log()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Starts redis-server on a free port; call `stop()` in afterAll. */
+export async function startRedis(): Promise<TestRedis> {
+  const binary = redisServerBinary();
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const launch = async () => {
+    let output = '';
+    const c = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    c.stdout?.on('data', (d) => (output += d));
+    c.stderr?.on('data', (d) => (output += d));
+    child = c;
+    await waitForPort(port, c, () => output);
+  };
+  await launch();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    get pid() {
+      return child?.pid ?? -1;
+    },
+    async stop() {
+      const c = child;
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
+      const exited = new Promise((resolve) => c.once('exit', resolve));
+      process.kill(c.pid as number, 'SIGKILL');
+      await exited;
+    },
+    async start() {
+      await launch();
+    },
+  };
+}
