@@ -10,7 +10,7 @@ import { parseBlock, PROTOCOL, type SseBlock } from '../support/sse.js';
 export type { SseBlock };
 
 /** Keep-alive for the short requests; SSE connections that get cut are destroyed, never reused. */
-const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+export const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
 
 export interface RawInit {
   method: string;
@@ -45,6 +45,8 @@ export interface OpenOptions {
   abortBeforeResponse?: boolean;
   /** Cut the connection when this aborts, response or not (`open` then resolves). */
   signal?: AbortSignal;
+  /** Pool to use; default none (a fresh socket, so a cut cannot poison a pooled connection). */
+  agent?: Agent | false;
 }
 
 /** How a stream ended for the client. */
@@ -76,8 +78,7 @@ export class RawSse {
   /** Resolves once the response head arrived (or at once, with `abortBeforeResponse`). */
   static open(url: string, init: RawInit, options: OpenOptions = {}): Promise<RawSse> {
     return new Promise((resolve, reject) => {
-      // A fresh socket each time: a cut must not poison a pooled connection.
-      const req = httpRequest(url, { method: init.method, headers: init.headers, agent: false });
+      const req = httpRequest(url, { method: init.method, headers: init.headers, agent: options.agent ?? false });
       const stream = new RawSse(req, options);
       req.on('error', (error) => {
         if (stream.endedHow === undefined && stream.res === undefined) {

@@ -213,6 +213,8 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
   async function initialize(req: CoreRequest, res: CoreResponder, body: unknown): Promise<void> {
     const parsed = parseMessages(body, false);
     if (!parsed.ok) return fail(res, parsed);
+    // Without an id nothing answers it: a session would open on a stream that never ends.
+    if (!parsed.initialize) return fail(res, reject(400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must be a request, with an "id"'));
     if (header(req.headers, 'mcp-session-id') !== undefined) {
       return fail(res, reject(400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must not carry Mcp-Session-Id; it starts a new session'));
     }

@@ -22,11 +22,9 @@ describe('parseMessages: accepted shapes', () => {
     expect(parseMessages(msg, false)).toEqual({ ok: true, messages: [msg], batch: false, requestIds: [7], initialize: undefined });
   });
 
-  it('a request with a string id, no params, or array params', () => {
+  it('a request with a string id, no params, or empty params', () => {
     const a = { jsonrpc: '2.0', id: 'abc', method: 'ping' };
     expect(parseMessages(a, false)).toMatchObject({ ok: true, requestIds: ['abc'] });
-    const b = { jsonrpc: '2.0', id: -3, method: 'x', params: [1, 2] };
-    expect(parseMessages(b, false)).toMatchObject({ ok: true, requestIds: [-3] });
     const c = { jsonrpc: '2.0', id: 0, method: 'x', params: {} };
     expect(parseMessages(c, false)).toMatchObject({ ok: true, requestIds: [0] });
   });
@@ -114,16 +112,38 @@ describe('parseMessages: rejections (400, -32600)', () => {
     expectInvalid({ jsonrpc: '2.0', method: '' }, false, 'Invalid Request: "method" must be a non-empty string');
   });
 
-  it('params that are not an object or array', () => {
-    for (const params of [null, 'x', 3, true]) {
-      expectInvalid({ jsonrpc: '2.0', id: 1, method: 'x', params }, false, 'Invalid Request: "params" must be an object or array');
-      expectInvalid({ jsonrpc: '2.0', method: 'x', params }, false, 'Invalid Request: "params" must be an object or array');
+  it('params that are not an object (MCP has no positional params; the SDK would drop the message unanswered)', () => {
+    for (const params of [null, 'x', 3, true, [], [1, 2]]) {
+      expectInvalid({ jsonrpc: '2.0', id: 1, method: 'x', params }, false, 'Invalid Request: "params" must be an object');
+      expectInvalid({ jsonrpc: '2.0', method: 'x', params }, false, 'Invalid Request: "params" must be an object');
     }
   });
 
-  it('an error response whose error is not an object', () => {
-    for (const error of [null, 'boom', 42]) {
-      expectInvalid({ jsonrpc: '2.0', id: 1, error }, false, 'Invalid Request: "error" must be an object');
+  it('members the SDK does not allow, and _meta fields it cannot read', () => {
+    expectInvalid({ jsonrpc: '2.0', id: 1, method: 'x', extra: 1 }, false, 'Invalid Request: unexpected member "extra"');
+    expectInvalid({ jsonrpc: '2.0', id: 1, method: 'x', result: {} }, false, 'Invalid Request: unexpected member "result"');
+    expectInvalid({ jsonrpc: '2.0', method: 'x', id2: 1 }, false, 'Invalid Request: unexpected member "id2"');
+    expectInvalid({ jsonrpc: '2.0', id: 1, result: {}, params: {} }, false, 'Invalid Request: unexpected member "params"');
+    for (const _meta of [null, 5, []]) expectInvalid({ jsonrpc: '2.0', id: 1, method: 'x', params: { _meta } }, false, 'Invalid Request: "params._meta" must be an object');
+    for (const progressToken of [1.5, true, null, {}]) {
+      expectInvalid({ jsonrpc: '2.0', id: 1, method: 'x', params: { _meta: { progressToken } } }, false, 'Invalid Request: "params._meta.progressToken" must be a string or an integer');
+    }
+    expectInvalid(
+      { jsonrpc: '2.0', id: 1, method: 'x', params: { _meta: { 'io.modelcontextprotocol/related-task': { taskId: 5 } } } },
+      false,
+      'Invalid Request: "params._meta.io.modelcontextprotocol/related-task" must be an object with a string "taskId"',
+    );
+    expect(parseMessages({ jsonrpc: '2.0', id: 1, method: 'x', params: { _meta: { progressToken: 'p', other: [1] }, a: 1 } }, false)).toMatchObject({ ok: true });
+  });
+
+  it('a response whose result is not an object, or with both result and error', () => {
+    for (const result of [null, [], 'ok', 1]) expectInvalid({ jsonrpc: '2.0', id: 1, result }, false, 'Invalid Request: "result" must be an object');
+    expectInvalid({ jsonrpc: '2.0', id: 1, result: {}, error: { code: 1, message: 'x' } }, false, 'Invalid Request: a response has "result" or "error", not both');
+  });
+
+  it('an error response whose error is not an object with an integer code and a string message', () => {
+    for (const error of [null, 'boom', 42, [], {}, { code: 1.5, message: 'x' }, { code: 1 }, { message: 'x' }, { code: 1, message: 2 }]) {
+      expectInvalid({ jsonrpc: '2.0', id: 1, error }, false, 'Invalid Request: "error" must be an object with an integer "code" and a string "message"');
     }
   });
 

@@ -38,20 +38,34 @@ export function parseMessages(body: unknown, allowBatch: boolean): ParsedBody | 
     if (hasId && !isRequestId(id)) {
       return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: "id" must be a string or an integer`);
     }
+    // The SDK drops a message that fails its strict schemas without answering: a request it drops
+    // would leave its stream open forever. So refuse here whatever the SDK would not recognise.
     if ('method' in msg) {
       if (typeof msg.method !== 'string' || msg.method.length === 0) {
         return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: "method" must be a non-empty string`);
       }
-      if ('params' in msg && (msg.params === null || typeof msg.params !== 'object')) {
-        return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: "params" must be an object or array`);
+      const extra = unexpectedMember(msg, REQUEST_MEMBERS);
+      if (extra !== undefined) return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: unexpected member ${JSON.stringify(extra)}`);
+      if ('params' in msg) {
+        const problem = paramsProblem(msg.params);
+        if (problem) return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: ${problem}`);
       }
       if (hasId) {
         requestIds.push(id as RequestId);
         if (msg.method === 'initialize') initialize = msg as unknown as JSONRPCMessage;
       }
     } else if (hasId && ('result' in msg || 'error' in msg)) {
-      if ('error' in msg && (msg.error === null || typeof msg.error !== 'object')) {
-        return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: "error" must be an object`);
+      if ('result' in msg && 'error' in msg) return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: a response has "result" or "error", not both`);
+      const extra = unexpectedMember(msg, RESPONSE_MEMBERS);
+      if (extra !== undefined) return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: unexpected member ${JSON.stringify(extra)}`);
+      if ('result' in msg && !isPlainObject(msg.result)) {
+        return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: "result" must be an object`);
+      }
+      if ('error' in msg) {
+        const error = msg.error as { code?: unknown; message?: unknown } | null;
+        if (!isPlainObject(error) || !Number.isSafeInteger(error.code) || typeof error.message !== 'string') {
+          return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: "error" must be an object with an integer "code" and a string "message"`);
+        }
       }
     } else {
       return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: not a request, notification or response`);
@@ -64,6 +78,34 @@ export function parseMessages(body: unknown, allowBatch: boolean): ParsedBody | 
     return reject(400, ErrorCode.InvalidRequest, 'Invalid Request: duplicate request ids in one batch');
   }
   return { ok: true, messages: list as JSONRPCMessage[], batch, requestIds, initialize };
+}
+
+const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
+const RESPONSE_MEMBERS = new Set(['jsonrpc', 'id', 'result', 'error']);
+const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+
+function unexpectedMember(msg: Record<string, unknown>, allowed: Set<string>): string | undefined {
+  for (const key in msg) if (!allowed.has(key)) return key;
+  return undefined;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** MCP params are an object; the SDK also checks the `_meta` fields it reads before it dispatches. */
+function paramsProblem(params: unknown): string | undefined {
+  if (!isPlainObject(params)) return '"params" must be an object';
+  if (!('_meta' in params)) return undefined;
+  const meta = params._meta;
+  if (!isPlainObject(meta)) return '"params._meta" must be an object';
+  if ('progressToken' in meta && typeof meta.progressToken !== 'string' && !Number.isSafeInteger(meta.progressToken)) {
+    return '"params._meta.progressToken" must be a string or an integer';
+  }
+  if (RELATED_TASK in meta && !(isPlainObject(meta[RELATED_TASK]) && typeof (meta[RELATED_TASK] as { taskId?: unknown }).taskId === 'string')) {
+    return `"params._meta.${RELATED_TASK}" must be an object with a string "taskId"`;
+  }
+  return undefined;
 }
 
 function isRequestId(id: unknown): boolean {
