@@ -5,6 +5,8 @@
 // 2. GET + Last-Event-ID over HTTP replaying a finished call of N log events plus its result:
 //    memory store; Redis store on the owner; Redis store on another instance (cluster mode).
 // 3. A tool sending N events with no pause (each is stored before it is written): memory vs Redis.
+// 4. A POST dropped right after its priming event, resumed at once (same instance, or another one
+//    that replays from Redis and then follows the live tail), read until the result.
 // Redis runs on loopback, so the numbers are the floor; add your network round trip per command.
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -111,6 +113,23 @@ async function toolCall(url, sessionId, steps) {
   await res.text();
 }
 
+/** POSTs long_task, drops the connection after the priming event, resumes on `resumeUrl` and reads to the result. */
+async function dropAndFollow(postUrl, resumeUrl, sessionId, steps) {
+  const controller = new AbortController();
+  const res = await fetch(postUrl, {
+    method: 'POST',
+    headers: { ...HEADERS, 'mcp-session-id': sessionId },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'long_task', arguments: { steps, intervalMs: 0 } } }),
+    signal: controller.signal,
+  });
+  const reader = res.body.getReader();
+  let head = '';
+  while (!head.includes('\n\n')) head += new TextDecoder().decode((await reader.read()).value);
+  controller.abort();
+  const cursor = /^id: (\S+)$/m.exec(head)[1];
+  await replayOverHttp(resumeUrl, sessionId, cursor, steps + 1);
+}
+
 const redis = await startRedis();
 try {
   const probe = new RedisEventStore({ url: redis.url });
@@ -163,6 +182,17 @@ try {
     const m = await time(() => toolCall(mem.url, s1, n), rounds);
     const r = await time(() => toolCall(a.url, s2, n), rounds);
     console.log(`   N=${String(n).padEnd(5)} memory ${ms(m.p50)} (${((m.p50 * 1000) / n).toFixed(1)} µs/event)   redis ${ms(r.p50)} (${((r.p50 * 1000) / n).toFixed(1)} µs/event)`);
+  }
+
+  console.log('\n4. resume right after the POST dropped, then follow the running tool live to its result (N events back to back)');
+  for (const n of [100, 1000]) {
+    const sm = await session(mem.url);
+    const sr = await session(a.url);
+    const rounds = n >= 1000 ? 20 : 50;
+    const m = await time(() => dropAndFollow(mem.url, mem.url, sm, n), rounds);
+    const owner = await time(() => dropAndFollow(a.url, a.url, sr, n), rounds);
+    const other = await time(() => dropAndFollow(a.url, b.url, sr, n), rounds);
+    console.log(`   N=${String(n).padEnd(5)} memory ${ms(m.p50)}   redis, owner ${ms(owner.p50)}   redis, other instance (live tail) ${ms(other.p50)}`);
   }
 
   await Promise.all([mem.close(), a.close(), b.close()]);
