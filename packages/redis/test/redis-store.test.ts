@@ -80,6 +80,20 @@ describe('RedisEventStore: keys, limits and failures', () => {
     expect(() => new RedisEventStore({ url: redis.url, streamTtlMs: 1.5 })).toThrow(/streamTtlMs/);
   });
 
+  it('a slow Redis: a command with no reply within commandTimeoutMs fails instead of hanging, and the next ones work again', async () => {
+    const store = new RedisEventStore({ url: redis.url, commandTimeoutMs: 200 });
+    stores.push(store);
+    await store.ready(5_000);
+    const A = key('slow');
+    await store.append(A, 1, frame(A, 1), false);
+    await admin.call('CLIENT', 'PAUSE', '1000', 'ALL');
+    const started = Date.now();
+    await expect(store.replayAfter(A.sessionId, A.streamId, 0)).rejects.toThrow(/timed out/i);
+    expect(Date.now() - started).toBeLessThan(900);
+    await admin.call('CLIENT', 'UNPAUSE');
+    expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: [frame(A, 1)], lastSeq: 1, complete: false });
+  });
+
   it('while Redis is unreachable every method rejects fast (no queue), and works again once Redis is back', async () => {
     const store = await makeStore();
     const A = key('outage');
