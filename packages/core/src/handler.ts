@@ -115,7 +115,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
   /** Serves a request for another instance's session there, relaying its answer. */
   async function forward(req: CoreRequest, res: CoreResponder, session: RemoteSession, body: string | undefined): Promise<void> {
     try {
-      await (opts.cluster as SessionCluster).forward(session.remote, { method: req.method.toUpperCase(), headers: req.headers, body }, res);
+      await (opts.cluster as SessionCluster).forward(session.remote, { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url }, res);
     } catch (error) {
       opts.onError(asError(error, `forwarding to instance ${session.remote.instanceId} failed`));
       fail(res, reject(502, ErrorCode.ServerError, 'Bad Gateway: the server instance that owns this session did not answer; retry later', { 'retry-after': '1' }));

@@ -49,6 +49,8 @@ export class HttpForwarder {
   forward(url: string, request: ForwardedRequest, responder: CoreResponder): Promise<void> {
     return new Promise((resolve, reject) => {
       const target = new URL(url);
+      // The owner's endpoint, with the client's query string (some clients put credentials there).
+      if (request.url?.search) target.search = request.url.search;
       const headers: OutgoingHttpHeaders = {};
       for (const [name, value] of Object.entries(request.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value as string | string[];
       // Frames are relayed as text; a compressed body would have to be decoded first.

@@ -61,6 +61,8 @@ export interface ForwardedRequest {
   headers: HeaderMap;
   /** The JSON body of a POST; `undefined` for GET and DELETE. */
   body: string | undefined;
+  /** The URL the client asked for, if the adapter knows it (its query string goes along). */
+  url?: URL | undefined;
 }
 
 /**

@@ -1,0 +1,152 @@
+/** HttpForwarder against a plain node:http upstream: what reaches the owner, and what comes back. */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FORWARDED_HEADER, type CoreResponder, type OutHeaders, type SseSink } from '@mcp-kit/core';
+import { HttpForwarder } from '@mcp-kit/redis';
+
+let upstream: Server | undefined;
+const forwarders: HttpForwarder[] = [];
+afterEach(async () => {
+  for (const f of forwarders.splice(0)) f.close();
+  upstream?.closeAllConnections();
+  await new Promise<void>((resolve) => (upstream ? upstream.close(() => resolve()) : resolve()));
+  upstream = undefined;
+});
+
+async function owner(handler: (req: IncomingMessage, body: string, res: ServerResponse) => void): Promise<string> {
+  upstream = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8').on('data', (c: string) => (body += c));
+    req.on('end', () => handler(req, body, res));
+  });
+  await new Promise<void>((resolve) => upstream!.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(upstream!.address() as AddressInfo).port}/mcp`;
+}
+
+/** A responder that records what the forwarder relays. */
+function recorder() {
+  const rec = {
+    sent: undefined as undefined | { status: number; headers: OutHeaders; body: string | undefined },
+    streamed: undefined as undefined | { headers: OutHeaders; chunks: string[]; ended: boolean },
+    closeListeners: [] as Array<() => void>,
+  };
+  const responder: CoreResponder = {
+    send(status, headers, body) {
+      rec.sent = { status, headers, body };
+    },
+    stream(headers): SseSink {
+      const s = { headers, chunks: [] as string[], ended: false };
+      rec.streamed = s;
+      return {
+        write(chunk) {
+          s.chunks.push(chunk);
+          return true;
+        },
+        end() {
+          s.ended = true;
+        },
+        bufferedBytes: 0,
+        onClose(listener) {
+          rec.closeListeners.push(listener);
+        },
+      };
+    },
+  };
+  return { rec, responder };
+}
+
+async function eventually(check: () => void, timeoutMs = 3_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+}
+
+function forwarder(): HttpForwarder {
+  const f = new HttpForwarder({ instanceId: 'inst-b', connectTimeoutMs: 500 });
+  forwarders.push(f);
+  return f;
+}
+
+describe('HttpForwarder', () => {
+  it("relays the request (body, the client's headers and query, minus hop-by-hop) and the JSON answer", async () => {
+    let seen: { method?: string; url?: string; headers?: IncomingMessage['headers']; body?: string } = {};
+    const url = await owner((req, body, res) => {
+      seen = { method: req.method, url: req.url, headers: req.headers, body };
+      res.writeHead(202, { 'x-served-by': 'a', connection: 'keep-alive', 'mcp-session-id': 's1' }).end();
+    });
+    const { rec, responder } = recorder();
+    const body = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized', params: { note: 'héllo' } });
+    await forwarder().forward(
+      url,
+      {
+        method: 'POST',
+        headers: { host: 'public.example:443', 'mcp-session-id': 's1', authorization: 'Bearer t', connection: 'close', 'transfer-encoding': 'chunked', 'accept-encoding': 'gzip', 'content-length': '1' },
+        body,
+        url: new URL('https://public.example/mcp?key=k1'),
+      },
+      responder,
+    );
+    expect(seen.method).toBe('POST');
+    expect(seen.url).toBe('/mcp?key=k1');
+    expect(seen.body).toBe(body);
+    expect(seen.headers).toMatchObject({
+      host: 'public.example:443',
+      'mcp-session-id': 's1',
+      authorization: 'Bearer t',
+      [FORWARDED_HEADER]: 'inst-b',
+      'accept-encoding': 'identity',
+      'content-length': String(Buffer.byteLength(body)),
+    });
+    expect(seen.headers?.['transfer-encoding']).toBeUndefined();
+    expect(rec.sent?.status).toBe(202);
+    expect(rec.sent?.body).toBeUndefined();
+    expect(rec.sent?.headers).toMatchObject({ 'x-served-by': 'a', 'mcp-session-id': 's1' });
+    expect(rec.sent?.headers.connection).toBeUndefined();
+  });
+
+  it('relays an SSE answer chunk by chunk as it comes, and ends when the owner ends it', async () => {
+    let finish: (() => void) | undefined;
+    const url = await owner((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('id: x.0\ndata: \n\n');
+      finish = () => res.end('id: x.1\ndata: {"result":{}}\n\n');
+    });
+    const { rec, responder } = recorder();
+    await forwarder().forward(url, { method: 'GET', headers: {}, body: undefined }, responder);
+    await eventually(() => expect(rec.streamed?.chunks.join('')).toBe('id: x.0\ndata: \n\n'));
+    expect(rec.streamed?.ended).toBe(false);
+    finish!();
+    await eventually(() => expect(rec.streamed?.ended).toBe(true));
+    expect(rec.streamed?.chunks.join('')).toBe('id: x.0\ndata: \n\nid: x.1\ndata: {"result":{}}\n\n');
+  });
+
+  it('hangs up on the owner when the client leaves a relayed stream', async () => {
+    let ownerSawClose = false;
+    const url = await owner((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': open\n\n');
+      res.on('close', () => (ownerSawClose = true));
+    });
+    const { rec, responder } = recorder();
+    await forwarder().forward(url, { method: 'GET', headers: {}, body: undefined }, responder);
+    await eventually(() => expect(rec.streamed?.chunks.length).toBe(1));
+    for (const l of rec.closeListeners) l();
+    await eventually(() => expect(ownerSawClose).toBe(true));
+  });
+
+  it('rejects when the owner cannot be reached, before anything was sent (the engine answers 502)', async () => {
+    const url = await owner(() => {});
+    upstream!.close();
+    const { rec, responder } = recorder();
+    await expect(forwarder().forward(url, { method: 'POST', headers: {}, body: '{}' }, responder)).rejects.toThrow();
+    expect(rec.sent).toBeUndefined();
+    expect(rec.streamed).toBeUndefined();
+  });
+});
