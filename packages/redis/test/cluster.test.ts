@@ -1,0 +1,101 @@
+/** RedisSessionCluster against a real redis-server: ownership, liveness, release and recovery. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { RedisSessionCluster, whenReady } from '@mcp-kit/redis';
+import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+
+let redis: TestRedis;
+let admin: Redis;
+const clusters: RedisSessionCluster[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = new Redis(redis.url);
+});
+
+afterAll(async () => {
+  for (const c of clusters) await c.close();
+  admin?.disconnect();
+  await redis?.stop();
+});
+
+async function instance(name: string, heartbeatMs = 100): Promise<RedisSessionCluster> {
+  const c = new RedisSessionCluster({ url: redis.url, internalUrl: `http://${name}.internal:3000/mcp`, instanceId: name, heartbeatMs, keyPrefix: `t${heartbeatMs}:` });
+  clusters.push(c);
+  await whenReady(c.client, 5_000);
+  return c;
+}
+
+async function eventually(check: () => Promise<void>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
+
+describe('RedisSessionCluster', () => {
+  it('an instance that claimed a session is its owner for the others, with its URL and principal; itself sees a stale record as self', async () => {
+    const a = await instance('a1');
+    const b = await instance('b1');
+    await a.claim('sess-1', 'client\u0000sub');
+    expect(await b.lookupOwner('sess-1')).toEqual({ instanceId: 'a1', self: false, principal: 'client\u0000sub', address: 'http://a1.internal:3000/mcp' });
+    expect(await a.lookupOwner('sess-1')).toMatchObject({ instanceId: 'a1', self: true });
+    expect(await b.lookupOwner('never-claimed')).toBeUndefined();
+    // Owner records expire eventually (ownerTtlMs); the instance key lives 3 heartbeats.
+    expect(await admin.pttl('t100:owner:sess-1')).toBeGreaterThan(23 * 60 * 60_000);
+    expect(await admin.pttl('t100:instance:a1')).toBeLessThanOrEqual(300);
+  });
+
+  it('release forgets the owner: the session is gone for everyone', async () => {
+    const a = await instance('a2');
+    const b = await instance('b2');
+    await a.claim('sess-2', undefined);
+    await a.release('sess-2');
+    expect(await b.lookupOwner('sess-2')).toBeUndefined();
+    expect(await admin.exists('t100:owner:sess-2')).toBe(0);
+  });
+
+  it('an instance that stops beating is gone after 3 heartbeats: its sessions have no owner', async () => {
+    const a = await instance('a3');
+    const b = await instance('b3');
+    await a.claim('sess-3', undefined);
+    expect(await b.lookupOwner('sess-3')).toMatchObject({ instanceId: 'a3' });
+    // A crash: the heartbeat stops, nothing is cleaned up.
+    (a as unknown as { timer: NodeJS.Timeout }).timer.unref();
+    clearInterval((a as unknown as { timer: NodeJS.Timeout }).timer);
+    await eventually(async () => expect(await b.lookupOwner('sess-3')).toBeUndefined());
+  });
+
+  it('close() gives up every session at once', async () => {
+    const a = await instance('a4');
+    const b = await instance('b4');
+    await a.claim('sess-4a', undefined);
+    await a.claim('sess-4b', undefined);
+    await a.close();
+    expect(await b.lookupOwner('sess-4a')).toBeUndefined();
+    expect(await b.lookupOwner('sess-4b')).toBeUndefined();
+  });
+
+  it('after Redis lost everything (restart without persistence), the next heartbeat writes the live sessions again', async () => {
+    const a = await instance('a5');
+    const b = await instance('b5');
+    await a.claim('sess-5', 'p');
+    await admin.flushall();
+    expect(await b.lookupOwner('sess-5')).toBeUndefined();
+    await eventually(async () => expect(await b.lookupOwner('sess-5')).toMatchObject({ instanceId: 'a5', principal: 'p' }));
+  });
+
+  it('a claim that finds its instance key gone also brings the earlier sessions back', async () => {
+    const a = await instance('a6', 60_000); // no heartbeat during the test
+    const b = await instance('b6', 60_000);
+    await a.claim('sess-6a', undefined);
+    await admin.flushall();
+    await a.claim('sess-6b', undefined);
+    await eventually(async () => expect(await b.lookupOwner('sess-6a')).toMatchObject({ instanceId: 'a6' }));
+  });
+});
