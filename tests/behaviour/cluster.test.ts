@@ -91,6 +91,8 @@ class SharedStore {
 class Directory {
   readonly owners = new Map<string, { instanceId: string; principal: string | undefined; url: string }>();
   readonly alive = new Set<string>();
+  /** When another instance last touched each session. */
+  readonly seen = new Map<string, number>();
   down = false;
 
   cluster(instanceId: string, self: { url: string }): SessionCluster & { forwards: number } {
@@ -109,6 +111,12 @@ class Directory {
       },
       release(sessionId) {
         dir.owners.delete(sessionId);
+      },
+      touch(sessionId) {
+        dir.seen.set(sessionId, Date.now());
+      },
+      async activeElsewhere(sessionId) {
+        return Date.now() - (dir.seen.get(sessionId) ?? 0) < 150;
       },
       async lookupOwner(sessionId): Promise<SessionOwner | undefined> {
         check();
@@ -284,6 +292,21 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
     p.dir.alive.delete('A');
     await tail.ended_(2_000);
     expect(tail.blocks.at(-1)).toMatchObject({ raw: 'retry: 30', retry: 30 });
+  });
+
+  it('a client following a long call from the other instance keeps its session from idling out on the owner', async () => {
+    p = await pair(adapter, { sessionIdleTtlMs: 200 });
+    const { headers } = await openSession(http(p.a.url));
+    const call = await http(p.a.url).postSse(callTool(7, 'long_task', { steps: 25, intervalMs: 40 }), headers);
+    const priming = await call.next();
+    call.abort();
+    // Only B sees the client for the next second, five idle TTLs.
+    const tail = await http(p.b.url).getSse({ ...headers, 'last-event-id': priming.id as string });
+    const messages = await tail.until((m) => m.id === 7, 5_000);
+    await tail.ended_();
+    const steps = messages.filter((b) => b.data && JSON.parse(b.data).method === 'notifications/message').map((b) => JSON.parse(b.data as string).params.data.step);
+    expect(steps).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+    expect(JSON.parse(messages.at(-1)!.data as string).result.content).toEqual([{ type: 'text', text: 'completed 25 steps' }]);
   });
 
   it('without EventStore.subscribe, a resume on the other instance replays what is stored and ends with the retry hint', async () => {

@@ -432,8 +432,17 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     if (ended) live.end(ended.retryMs);
     if (live.closed) return;
     const cluster = opts.cluster as SessionCluster;
+    const touch = () => {
+      try {
+        void Promise.resolve(cluster.touch?.(session.id)).catch(() => {});
+      } catch {
+        // Best effort: the owner only uses it to keep the session from idling out.
+      }
+    };
+    touch();
     // The owner may die mid-call; nobody appends then, so check, and send the client back for its 404.
     const check = setInterval(() => {
+      touch();
       cluster.lookupOwner(session.id).then(
         (owner) => {
           if (!owner || owner.self) live.end(opts.retryMs);

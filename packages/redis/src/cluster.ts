@@ -129,6 +129,15 @@ export class RedisSessionCluster implements SessionCluster {
     return (await this.isAlive(record.i)) ? owner : undefined;
   }
 
+  /** Marks the session as followed from this instance for `3 × ownerCheckMs`. */
+  async touch(sessionId: string): Promise<void> {
+    await this.client.set(this.seenKey(sessionId), this.instanceId, 'PX', this.ownerCheckMs * 3);
+  }
+
+  async activeElsewhere(sessionId: string): Promise<boolean> {
+    return (await this.client.exists(this.seenKey(sessionId))) === 1;
+  }
+
   forward(owner: SessionOwner, request: ForwardedRequest, responder: CoreResponder): Promise<void> {
     if (!owner.address) return Promise.reject(new Error(`no internal URL for instance ${owner.instanceId}`));
     return this.forwarder.forward(owner.address, request, responder);
@@ -186,6 +195,10 @@ export class RedisSessionCluster implements SessionCluster {
 
   private ownerKey(sessionId: string): string {
     return `${this.prefix}owner:${sessionId}`;
+  }
+
+  private seenKey(sessionId: string): string {
+    return `${this.prefix}seen:${sessionId}`;
   }
 
   private instanceKey(instanceId: string): string {

@@ -51,6 +51,18 @@ describe('RedisSessionCluster', () => {
     expect(await admin.pttl('t100:instance:a1')).toBeLessThanOrEqual(300);
   });
 
+  it('touch marks a session as followed from another instance for 3 owner checks; activeElsewhere sees it', async () => {
+    const a = await instance('a7');
+    const b = await instance('b7');
+    await a.claim('sess-7', undefined);
+    expect(await a.activeElsewhere('sess-7')).toBe(false);
+    await b.touch('sess-7');
+    expect(await a.activeElsewhere('sess-7')).toBe(true);
+    const ttl = await admin.pttl('t100:seen:sess-7');
+    expect(ttl).toBeGreaterThan(b.ownerCheckMs * 2);
+    expect(ttl).toBeLessThanOrEqual(b.ownerCheckMs * 3);
+  });
+
   it('release forgets the owner: the session is gone for everyone', async () => {
     const a = await instance('a2');
     const b = await instance('b2');

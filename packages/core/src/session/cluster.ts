@@ -35,10 +35,21 @@ export interface SessionCluster {
   forward(owner: SessionOwner, request: ForwardedRequest, responder: CoreResponder): Promise<void>;
   /**
    * How often, in ms, a resume served here for another instance's session checks that the owner
-   * is still there; when it is gone the stream ends and the client's next resume gets 404.
-   * Default `5_000`.
+   * is still there (when it is gone the stream ends and the client's next resume gets 404) and
+   * calls `touch`. Default `5_000`.
    */
   readonly ownerCheckMs?: number;
+  /**
+   * Optional: a client of the session is connected here (a resumed stream served for its owner).
+   * Called when such a resume starts and every `ownerCheckMs` while it lasts.
+   */
+  touch?(sessionId: string): void | Promise<void>;
+  /**
+   * Optional: whether another instance `touch`ed the session within the last few `ownerCheckMs`.
+   * The owner asks before it expires a session that looks idle here, so a client following a
+   * long tool call from another instance keeps its session alive.
+   */
+  activeElsewhere?(sessionId: string): Promise<boolean>;
   /** Stops heartbeats and gives up ownership; called by `McpHandler.close()` after the sessions closed. */
   close?(): void | Promise<void>;
 }

@@ -46,9 +46,33 @@ export class SessionRegistry {
   sweep(now: number = Date.now()): void {
     const cutoff = now - this.options.sessionIdleTtlMs;
     for (const session of this.sessions.values()) {
-      if (session.openConnections === 0 && session.lastActive < cutoff) session.terminate(undefined);
+      if (session.openConnections === 0 && session.lastActive < cutoff) this.expire(session, now);
     }
     this.options.eventStore.sweep?.(now);
+  }
+
+  /** Sessions whose activity on other instances is being asked about. */
+  private readonly asking = new Set<Session>();
+
+  private expire(session: Session, now: number): void {
+    const cluster = this.options.cluster;
+    if (!cluster?.activeElsewhere) return session.terminate(undefined);
+    // Its client may be connected to another instance (a resumed stream served there).
+    if (this.asking.has(session)) return;
+    this.asking.add(session);
+    cluster.activeElsewhere(session.sessionId as string).then(
+      (active) => {
+        this.asking.delete(session);
+        if (active) session.lastActive = now;
+        // Still idle here too (no request or connection arrived while we asked)?
+        else if (session.openConnections === 0 && session.lastActive < now - this.options.sessionIdleTtlMs) session.terminate(undefined);
+      },
+      (error: unknown) => {
+        // Unknown is not idle: ask again at the next sweep (maxSessions still bounds what is kept).
+        this.asking.delete(session);
+        this.options.onError(asError(error, 'cluster activeElsewhere failed'));
+      },
+    );
   }
 
   keepAlive(idleMs: number, now: number = Date.now()): void {
