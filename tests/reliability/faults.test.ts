@@ -9,6 +9,7 @@ import { MemoryEventStore } from '@mcp-kit/core';
 import { adapters, inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
 import { initialize, jsonRpcError, RawSession, send, splitId, toolCall, type RawSse } from './client.js';
 import { GatedStore, registerBurst, registerTicker, ServerCounter } from './fixture.js';
+import { collect, listenerPid, rssOf } from './memory.js';
 import { count } from './random.js';
 
 const MB = 1024 * 1024;
@@ -30,16 +31,17 @@ function events(streams: RawSse[]): Array<{ seq: number; message: any }> {
   return out;
 }
 
-/** Samples this process's RSS until stopped; the reading a benchmark would report, not a timing. */
-function rssSampler() {
-  const baseline = process.memoryUsage().rss;
+/** Samples the server's RSS until stopped: a reading to report, not a timing. */
+function rssSampler(pid: number | undefined) {
+  collect();
+  const read = () => rssOf(pid) ?? 0;
+  const baseline = read();
   let peak = baseline;
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+  const timer = setInterval(() => (peak = Math.max(peak, read())), 20);
   return {
-    baseline,
     stop() {
       clearInterval(timer);
-      peak = Math.max(peak, process.memoryUsage().rss);
+      peak = Math.max(peak, read());
       return { baseline, peak, growth: peak - baseline };
     },
   };
@@ -175,7 +177,7 @@ describe.each(adapters)('faults: $name', (adapter) => {
     });
 
     const s = await RawSession.open(sut.url);
-    const rss = rssSampler();
+    const rss = rssSampler(sut.inProcess ? process.pid : listenerPid(Number(new URL(sut.url).port)));
     const call = adapter.inProcess ? toolCall(2, 'burst', { count: total, size }) : toolCall(2, 'long_task', { steps: total, intervalMs: 0 });
     const first = await s.postSse(call);
     await first.next();
@@ -214,7 +216,7 @@ describe.each(adapters)('faults: $name', (adapter) => {
     console.log(
       `[slow reader ${adapter.name}] ${total} events of ${frameBytes} B (${mb(total * frameBytes)} MB); first connection got ${firstEvents} before the cut; ` +
         `${streams.length - 1} resume(s); most held unsent for one response ${adapter.inProcess ? `${mb(maxHeld)} MB` : 'n/a'}; ` +
-        `RSS ${mb(memory.baseline)} → peak ${mb(memory.peak)} MB (+${mb(memory.growth)} MB, store holds ${mb(store.stats().bytes)} MB)`,
+        `server RSS ${mb(memory.baseline)} → peak ${mb(memory.peak)} MB (+${mb(memory.growth)} MB${adapter.inProcess ? `, store holds ${mb(store.stats().bytes)} MB` : ', next start process'})`,
     );
     if (adapter.inProcess) {
       // Bounded by maxBufferedBytes plus the one frame whose write crossed it (and the retry line).

@@ -6,12 +6,12 @@
  * CI runs small counts; `pnpm test:chaos` runs 10,000 idle streams and 1,000 concurrent calls.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { adapters, type ServerUnderTest } from '../support/adapters.js';
 import { PROTOCOL } from '../support/sse.js';
 import { initialize, jsonRpcError, RawSession, RawSse, toolCall } from './client.js';
+import { collect, listenerPid, rssOf } from './memory.js';
 import { count, LONG } from './random.js';
 
 const IDLE_STREAMS = count(300, 10_000, 'IDLE_STREAMS');
@@ -24,46 +24,6 @@ function fdLimits(): { soft: number; hard: number } {
   const out = spawnSync('bash', ['-c', 'echo $(ulimit -Sn) $(ulimit -Hn)'], { encoding: 'utf8' }).stdout.trim().split(' ');
   const parse = (v: string | undefined) => (v === 'unlimited' ? Infinity : Number(v));
   return { soft: parse(out[0]), hard: parse(out[1]) };
-}
-
-/** The pid of the process listening on a local TCP port (Linux /proc), for a server in another process. */
-function listenerPid(port: number): number | undefined {
-  try {
-    const hex = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
-    const inodes = new Set<string>();
-    for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-      for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
-        const cols = line.trim().split(/\s+/);
-        if (cols[1]?.endsWith(hex) && cols[3] === '0A') inodes.add(cols[9]!);
-      }
-    }
-    for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-      let fds: string[] = [];
-      try {
-        fds = readdirSync(`/proc/${pid}/fd`);
-      } catch {
-        continue;
-      }
-      for (const fd of fds) {
-        try {
-          const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-          if (m && inodes.has(m[1]!)) return Number(pid);
-        } catch {
-          // Gone meanwhile.
-        }
-      }
-    }
-  } catch {
-    // Not Linux.
-  }
-  return undefined;
-}
-
-function rssOf(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  if (pid === process.pid) return process.memoryUsage().rss;
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : undefined;
 }
 
 /** Reads JSON lines from a child until one matches; rejects if the child exits or reports an error. */
@@ -144,8 +104,10 @@ describe.each(adapters)('load: $name', (adapter) => {
       const clientLimit = Math.min(hard, need * 2);
       expect(hard, `the hard fd limit (${hard}) is below what the load client needs (${need})`).toBeGreaterThanOrEqual(need);
 
-      sut = await adapter.start({ keepAliveMs: 1_000, maxSessions: IDLE_STREAMS + 100 });
+      // maxStreamDurationMs: the Next example ends streams after 55 s by default; these must stay idle.
+      sut = await adapter.start({ keepAliveMs: 1_000, maxSessions: IDLE_STREAMS + 100, maxStreamDurationMs: 3_600_000 });
       const serverPid = sut.inProcess ? process.pid : listenerPid(Number(new URL(sut.url).port));
+      collect();
       const before = rssOf(serverPid);
       const heapBefore = process.memoryUsage().heapUsed;
       const script = fileURLToPath(new URL('./load-client.mjs', import.meta.url));
@@ -158,6 +120,7 @@ describe.each(adapters)('load: $name', (adapter) => {
         expect(opened.opened).toBe(IDLE_STREAMS);
         const flowing = await next(60_000);
         expect(flowing.keepAlives.min).toBeGreaterThanOrEqual(2);
+        collect();
         const after = rssOf(serverPid);
         if (sut.inProcess) expect(sut.inProcess.handler.sessionCount).toBe(IDLE_STREAMS);
         const heap = sut.inProcess ? `; heap +${mb(process.memoryUsage().heapUsed - heapBefore)} MB` : ' (next start process)';
