@@ -152,6 +152,21 @@ describe.each(adapters)('faults: $name', (adapter) => {
     expect(jsonRpcError(late)).toMatchObject({ code: -32001, message: expect.stringMatching(/initialize a new session/) });
   });
 
+  it('a cancelled call gets no response; its stream ends and its id is free again, instead of both being held for the life of the session', async () => {
+    sut = await adapter.start();
+    const s = await RawSession.open(sut.url);
+    const call = await s.postSse(toolCall(5, 'long_task', { steps: 10_000, intervalMs: 20 }));
+    await call.next();
+    await call.next();
+    expect((await s.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 5, reason: 'user' } })).status).toBe(202);
+    expect(await call.end()).toBe('server');
+    expect(call.partial).toBe('');
+    expect(call.messages.some((m) => m.message.id === 5)).toBe(false);
+    const again = await s.postSse(toolCall(5, 'test_simple_text'));
+    expect(await again.end()).toBe('server');
+    expect(again.messages.at(-1)!.message).toMatchObject({ id: 5, result: { content: [{ type: 'text' }] } });
+  });
+
   it('a client that stops reading during a large burst: the live stream is cut with a retry hint, server memory stays bounded, the resume gets everything', async () => {
     const maxBufferedBytes = 256 * 1024;
     const retryMs = 250;

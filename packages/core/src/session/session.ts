@@ -175,7 +175,25 @@ export class Session implements Transport {
         extra.closeStandaloneSSEStream = ((retryMs?: number) => this.closeStandalone(retryMs)) as () => void;
       }
       this.onmessage?.(message, extra);
+      if ('method' in message && message.method === 'notifications/cancelled' && !('id' in message)) {
+        this.releaseCancelled((message.params as { requestId?: unknown } | undefined)?.requestId);
+      }
     }
+  }
+
+  /**
+   * The SDK aborts a cancelled request's handler and sends it no response, so nothing would ever
+   * end its stream or free its id. Release it as if answered. (The SDK ignores a falsy id; so do we.)
+   */
+  private releaseCancelled(requestId: unknown): void {
+    if ((typeof requestId !== 'string' && typeof requestId !== 'number') || !requestId) return;
+    const stream = this.byRequest.get(requestId);
+    if (!stream || stream.json || !stream.pending.delete(requestId)) return;
+    this.byRequest.delete(requestId);
+    if (stream.kind !== 'request' || stream.pending.size > 0) return;
+    // Frames still on their way to an asynchronous store go out first.
+    if (stream.tail) void stream.tail.then(() => this.finish(stream));
+    else this.finish(stream);
   }
 
   closeRequestStream(id: RequestId, retryMs?: number): boolean {
