@@ -35,6 +35,9 @@ export function handleNodeRequest(handler: McpHandler, req: IncomingMessage, res
   );
 }
 
+/** Frames held for the end of the turn are sent early once they add up to this many characters. */
+const BATCH_LIMIT = 64 * 1024;
+
 export function nodeResponder(res: ServerResponse): CoreResponder {
   return {
     send(status, headers, body) {
@@ -47,23 +50,59 @@ export function nodeResponder(res: ServerResponse): CoreResponder {
     },
     stream(headers): SseSink {
       res.writeHead(200, headers);
-      res.flushHeaders();
       // Small SSE frames should leave now, not wait for Nagle.
       res.socket?.setNoDelay(true);
       // Compression middleware buffers unless asked to flush.
       const flushable = res as ServerResponse & { flush?: () => void };
       const flush = typeof flushable.flush === 'function' ? () => flushable.flush!() : undefined;
+      // What one turn of the event loop writes (the priming event and a quick answer; a run of
+      // notifications) leaves with the headers as one chunk when the turn ends, instead of one
+      // res.write, chunk header and syscall per frame.
+      let pending = '';
+      let scheduled = false;
+      let started = false;
+      const send = (): void => {
+        scheduled = false;
+        if (res.writableEnded || res.destroyed) {
+          pending = '';
+          return;
+        }
+        if (pending === '') {
+          // (`headersSent` is already true after writeHead: it says rendered, not sent.)
+          if (!started) res.flushHeaders();
+          started = true;
+          return;
+        }
+        started = true;
+        const chunk = pending;
+        pending = '';
+        res.write(chunk);
+        flush?.();
+      };
+      const schedule = (): void => {
+        if (scheduled) return;
+        scheduled = true;
+        setImmediate(send);
+      };
+      // The headers go out at the end of this turn even when nothing is written in it.
+      schedule();
       return {
         write(chunk) {
-          const ok = res.write(chunk);
-          flush?.();
-          return ok;
+          if (res.writableEnded || res.destroyed) return false;
+          pending += chunk;
+          if (pending.length >= BATCH_LIMIT) send();
+          else schedule();
+          return res.writableLength + pending.length <= res.writableHighWaterMark;
         },
         end() {
-          res.end();
+          const chunk = pending;
+          pending = '';
+          if (chunk !== '' && !res.writableEnded && !res.destroyed) res.end(chunk);
+          else res.end();
         },
         get bufferedBytes() {
-          return res.writableLength;
+          // Frames held for the end of the turn count: a client that stops reading is seen either way.
+          return res.writableLength + pending.length;
         },
         onClose(listener) {
           // A client that left before the stream opened has already fired 'close'.

@@ -4,26 +4,38 @@
  * cursor from another session, or a guessed one, never replays anything.
  */
 export function randomId(): string {
-  const bytes = new Uint8Array(16);
-  globalThis.crypto.getRandomValues(bytes);
-  let out = '';
-  for (let i = 0; i < 16; i++) out += ALPHABET[(bytes[i] as number) & 63];
+  // One getRandomValues call per 256 ids: the call, not the bytes, is what costs (one per stream).
+  if (poolOffset + 16 > pool.length) {
+    globalThis.crypto.getRandomValues(pool);
+    poolOffset = 0;
+  }
+  const at = poolOffset;
+  poolOffset += 16;
   // 16 × 6 bits from the low bits = 96 bits; add the remaining high bits in 6 more characters.
+  for (let i = 0; i < 16; i++) chars[i] = ALPHABET_CODES[(pool[at + i] as number) & 63] as number;
   let rest = 0;
   let bits = 0;
-  for (let i = 0; i < 16; i++) {
-    rest = (rest << 2) | ((bytes[i] as number) >> 6);
+  let n = 16;
+  for (let i = at; i < at + 16; i++) {
+    rest = (rest << 2) | ((pool[i] as number) >> 6);
     bits += 2;
     if (bits === 6) {
-      out += ALPHABET[rest];
+      chars[n++] = ALPHABET_CODES[rest] as number;
       rest = 0;
       bits = 0;
     }
   }
-  return out + ALPHABET[rest << (6 - bits)];
+  chars[n] = ALPHABET_CODES[rest << (6 - bits)] as number;
+  // From char codes, not `+=`: appending builds a rope of 22 nested strings that the id (kept as a
+  // map key for the stream's lifetime) would drag along.
+  return String.fromCharCode.apply(null, chars as unknown as number[]);
 }
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+const ALPHABET_CODES = Uint8Array.from(ALPHABET, (c) => c.charCodeAt(0));
+const pool = new Uint8Array(16 * 256);
+let poolOffset = pool.length;
+const chars = new Uint8Array(22);
 
 export function eventId(streamId: string, seq: number): string {
   return `${streamId}.${seq}`;

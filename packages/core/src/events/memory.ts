@@ -96,7 +96,10 @@ export class MemoryEventStore implements EventStore {
       log = this.logs.get(key.streamId) as StreamLog;
     }
     if (log.size === 0) log.firstSeq = seq;
-    log.frames.push(frame);
+    // Most streams (a tools/call answer) hold one frame: an exact array, not a growable one that
+    // starts with room for 17.
+    if (log.frames.length === 0) log.frames = [frame];
+    else log.frames.push(frame);
     log.lastSeq = seq;
     if (final) log.complete = true;
     const now = this.now();
