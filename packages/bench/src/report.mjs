@@ -32,7 +32,14 @@ function label(name) {
 
 /** One row per server that ran the workload; failed runs show their error. */
 function rows(byServer, cells) {
-  return Object.entries(byServer ?? {}).map(([name, r]) => (r.error ? [label(name), `failed: ${r.error.split('\n')[0].slice(0, 80)}`] : [label(name), ...cells(r, byServer)]));
+  return Object.entries(byServer ?? {}).map(([name, r]) => (r.error ? [label(name), `failed: ${r.error.split('\n')[0].slice(0, 80)}`] : [label(name), ...cells(r, byServer, name)]));
+}
+
+/** This server's value over its framework's floor (bare handler on the same framework), if measured. */
+function floorRatio(name, all, pick) {
+  const floor = SERVERS.find((s) => s.name === name)?.floorName;
+  const f = floor && all[floor] && !all[floor].error ? pick(all[floor]) : undefined;
+  return f === undefined ? '–' : ratio(pick(all[name]), f);
 }
 
 function withRatios(value, byServer, pick) {
@@ -57,9 +64,10 @@ export function renderTables(run) {
     out.push(`### tools/call throughput, ${title} (${cfg.throughput.sessions} sessions, ${cfg.throughput.inFlight} calls in flight, ${cfg.throughput.durationMs / 1000} s)\n`);
     out.push(
       table(
-        ['server', 'calls/s', '÷ sdk', '÷ bare', 'p50 ms', 'p99 ms', 'p99 ÷ sdk', 'server CPU µs/call', 'errors'],
-        rows(R[key], (r, all) => [
+        ['server', 'calls/s', '÷ sdk', '÷ bare', '÷ own floor', 'p50 ms', 'p99 ms', 'p99 ÷ sdk', 'server CPU µs/call', 'errors'],
+        rows(R[key], (r, all, name) => [
           ...withRatios(r.callsPerSec, all, (x) => x.callsPerSec),
+          floorRatio(name, all, (x) => x.callsPerSec),
           num(r.p50Ms),
           num(r.p99Ms),
           ratio(r.p99Ms, all.sdk?.p99Ms),
@@ -74,9 +82,10 @@ export function renderTables(run) {
     out.push(`### burst: one call, ${cfg.burst.events.toLocaleString('en-US')} ~100-byte log notifications on its POST stream (median of ${cfg.burst.reps})\n`);
     out.push(
       table(
-        ['server', 'events/s', '÷ sdk', '÷ bare', 'MB/s', '÷ sdk', '÷ bare', 'bytes/event', 'server CPU µs/event'],
-        rows(R.burst, (r, all) => [
+        ['server', 'events/s', '÷ sdk', '÷ bare', '÷ own floor', 'MB/s', '÷ sdk', '÷ bare', 'bytes/event', 'server CPU µs/event'],
+        rows(R.burst, (r, all, name) => [
           ...withRatios(r.eventsPerSec, all, (x) => x.eventsPerSec),
+          floorRatio(name, all, (x) => x.eventsPerSec),
           ...withRatios(r.mbPerSec, all, (x) => x.mbPerSec),
           num(r.bytesPerEvent),
           num(r.serverCpuUsPerEvent),

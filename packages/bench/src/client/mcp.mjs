@@ -53,11 +53,11 @@ export function isResponseBlock(block) {
 }
 
 export class McpHttp {
-  /** @param {string} origin `http://127.0.0.1:port`; the endpoint is `${origin}/mcp`. */
-  constructor(origin, { connections = 64 } = {}) {
+  /** @param {string} origin `http://127.0.0.1:port`; the endpoint is `${origin}${path}`. */
+  constructor(origin, { connections = 64, path = '/mcp' } = {}) {
     this.origin = origin;
     this.pool = new Pool(origin, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 });
-    this.path = '/mcp';
+    this.path = path;
   }
 
   close() {
@@ -87,36 +87,79 @@ export class McpHttp {
   }
 
   /**
+   * One request through undici's dispatch API (callbacks, no body stream objects: the load
+   * generator should cost as little per request as it can). `onData(chunk)` returning false hangs
+   * up. Resolves with the status and headers once the response ended, failed or was aborted.
+   */
+  exchange(path, method, headers, body, onData, onStart) {
+    return new Promise((resolve) => {
+      const out = { status: 0, headers: undefined, error: undefined, aborted: false };
+      this.pool.dispatch(
+        { path, method, headers, body },
+        {
+          onRequestStart() {},
+          onResponseStart(c, statusCode, responseHeaders) {
+            out.status = statusCode;
+            out.headers = responseHeaders;
+            onStart?.(out, () => {
+              out.aborted = true;
+              c.abort(new Error('hung up by the load generator'));
+            });
+          },
+          onResponseData(c, chunk) {
+            if (onData(chunk) === false) {
+              out.aborted = true;
+              c.abort(new Error('hung up by the load generator'));
+            }
+          },
+          onResponseEnd() {
+            resolve(out);
+          },
+          onResponseError(c, error) {
+            if (!out.aborted) out.error = error;
+            resolve(out);
+          },
+        },
+      );
+    });
+  }
+
+  /**
    * POSTs `body`; reads an SSE or JSON answer to its end. `onBlock(block)` sees each SSE event
    * block as it arrives. Resolves with status, session id, bytes, event count, the response text.
    */
   async post(session, body, onBlock) {
     const headers = session ? { ...POST_HEADERS, 'mcp-session-id': session.id } : POST_HEADERS;
-    const started = performance.now();
-    const res = await this.pool.request({ path: this.path, method: 'POST', headers, body });
-    const contentType = String(res.headers['content-type'] ?? '');
-    const out = { status: res.statusCode, sessionId: res.headers['mcp-session-id'], bytes: 0, events: 0, text: '', firstEventId: undefined, started, ended: 0 };
-    if (contentType.startsWith('text/event-stream')) {
-      const splitter = new SseSplitter((block) => {
-        if (block.startsWith(':')) return true;
-        out.events++;
-        if (out.firstEventId === undefined) out.firstEventId = parseEvent(block).id;
-        if (isResponseBlock(block)) out.text = block;
-        onBlock?.(block);
-        return true;
-      });
-      for await (const chunk of res.body) {
+    const out = { status: 0, sessionId: undefined, bytes: 0, events: 0, text: '', firstEventId: undefined, started: performance.now(), ended: 0 };
+    let splitter;
+    const chunks = [];
+    const r = await this.exchange(
+      this.path,
+      'POST',
+      headers,
+      body,
+      (chunk) => {
         out.bytes += chunk.length;
-        splitter.push(chunk);
-      }
-    } else {
-      const chunks = [];
-      for await (const chunk of res.body) {
-        out.bytes += chunk.length;
-        chunks.push(chunk);
-      }
-      out.text = Buffer.concat(chunks).toString('utf8');
-    }
+        if (splitter) splitter.push(chunk);
+        else chunks.push(chunk);
+      },
+      (res) => {
+        out.status = res.status;
+        out.sessionId = res.headers['mcp-session-id'];
+        if (String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+          splitter = new SseSplitter((block) => {
+            if (block.startsWith(':')) return true;
+            out.events++;
+            if (out.firstEventId === undefined) out.firstEventId = parseEvent(block).id;
+            if (isResponseBlock(block)) out.text = block;
+            onBlock?.(block);
+            return true;
+          });
+        }
+      },
+    );
+    if (r.error) throw r.error;
+    if (!splitter) out.text = chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8');
     out.ended = performance.now();
     return out;
   }
@@ -124,27 +167,17 @@ export class McpHttp {
   /**
    * Opens a GET stream (standalone, or a resume with `lastEventId`). Reads until the stream ends,
    * `stopAfterEvents` message events arrived, or (with `quietMs`) no event came for that long after
-   * the first one; then hangs up. `ended` is when the last event arrived. `onOpen` fires once
-   * headers are in.
+   * the first one; then hangs up. `ended` is when the last event arrived. `onOpen(out, hangUp)`
+   * fires once the response headers are in.
    */
   async get(session, { lastEventId, stopAfterEvents = Infinity, quietMs, onOpen, onEvent } = {}) {
     const headers = { accept: 'text/event-stream', 'mcp-session-id': session.id, 'mcp-protocol-version': PROTOCOL_VERSION };
     if (lastEventId) headers['last-event-id'] = lastEventId;
-    const controller = new AbortController();
-    const started = performance.now();
-    const out = { status: 0, bytes: 0, events: 0, blocks: [], started, ended: 0, primed: false };
-    let res;
-    try {
-      res = await this.pool.request({ path: this.path, method: 'GET', headers, signal: controller.signal });
-    } catch (error) {
-      out.error = error;
-      return out;
-    }
-    out.status = res.statusCode;
-    onOpen?.(out, () => controller.abort());
-    let stop = false;
+    const out = { status: 0, bytes: 0, events: 0, blocks: [], started: performance.now(), ended: 0, primed: false };
+    let hangUp;
     let quiet;
     let lastEventAt = 0;
+    let stop = false;
     const splitter = new SseSplitter((block) => {
       if (block.startsWith(':')) return true;
       const event = parseEvent(block);
@@ -156,43 +189,50 @@ export class McpHttp {
       out.events++;
       out.blocks.push(block);
       lastEventAt = performance.now();
-      if (quietMs !== undefined) {
-        clearTimeout(quiet);
-        quiet = setTimeout(() => {
-          out.quiet = true;
-          controller.abort();
-        }, quietMs);
-      }
       onEvent?.(event, out);
       if (out.events >= stopAfterEvents) {
         stop = true;
         return false;
       }
+      if (quietMs !== undefined) {
+        clearTimeout(quiet);
+        quiet = setTimeout(() => {
+          out.quiet = true;
+          hangUp();
+        }, quietMs);
+      }
       return true;
     });
-    try {
-      for await (const chunk of res.body) {
+    const r = await this.exchange(
+      this.path,
+      'GET',
+      headers,
+      undefined,
+      (chunk) => {
         out.bytes += chunk.length;
         splitter.push(chunk);
-        if (stop) {
-          out.ended = performance.now();
-          controller.abort();
-          break;
-        }
-      }
-    } catch (error) {
-      if (!stop && !out.quiet && error.name !== 'AbortError') out.error = error;
-    }
+        return !stop;
+      },
+      (res, abort) => {
+        out.status = res.status;
+        hangUp = abort;
+        onOpen?.(out, abort);
+      },
+    );
     clearTimeout(quiet);
-    if (out.quiet) out.ended = lastEventAt;
-    if (!out.ended) out.ended = performance.now();
+    if (r.error) out.error = r.error;
+    out.ended = stop || out.quiet ? lastEventAt : performance.now();
     return out;
   }
 
   async control(path, method = 'GET') {
-    const res = await this.pool.request({ path, method });
-    const text = await res.body.text();
-    if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${text}`);
+    const chunks = [];
+    const r = await this.exchange(path, method, {}, undefined, (chunk) => {
+      chunks.push(chunk);
+    });
+    const text = Buffer.concat(chunks).toString('utf8');
+    if (r.error) throw r.error;
+    if (r.status !== 200) throw new Error(`${path}: ${r.status} ${text}`);
     return JSON.parse(text);
   }
 }

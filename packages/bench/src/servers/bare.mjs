@@ -1,43 +1,87 @@
 // The physical limit: node:http writing the same SSE frames (priming event, `id:` per event, one
 // JSON.stringify per message) with no MCP logic: no schema validation, no McpServer, no rules. It
 // knows just enough of the benchmark's calls to answer them, and keeps every frame of a stream in
-// an array so the resume and polling workloads have something to replay.
+// an array so the resume and polling workloads have something to replay. Like mcp-kit's node
+// bridge, it sends what one turn of the event loop wrote as one chunk when the turn ends.
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { FILL_EVENTS_PER_STREAM, FILL_MESSAGE, handleControl, trackResume } from './control.mjs';
+import express from 'express';
+import { FILL_EVENTS_PER_STREAM, FILL_MESSAGE, exitOnSigterm, handleControl, trackResume } from './control.mjs';
 import { BURST_PAYLOAD, BURST_YIELD_EVERY, benchEnv } from './tools.mjs';
 
 const env = benchEnv();
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' };
 const PROTOCOL_VERSION = '2025-11-25';
 
-/** streamId → { frames: string[] (frames[i] has seq i + 1), res, complete } */
+/** streamId → { frames: string[] (frames[i] has seq i + 1), out (the live connection), complete } */
 const streams = new Map();
 const sessions = new Set();
 
 const id = () => randomBytes(16).toString('base64url');
 const yieldToLoop = () => new Promise((resolve) => setImmediate(resolve));
 
+/** One chunk per turn of the event loop, headers included (what mcp-kit's node bridge does). */
+function sink(res) {
+  let pending = '';
+  let scheduled = false;
+  let started = false;
+  const send = () => {
+    scheduled = false;
+    if (res.writableEnded || res.destroyed) return;
+    if (pending === '') {
+      if (!started) res.flushHeaders();
+    } else {
+      const chunk = pending;
+      pending = '';
+      res.write(chunk);
+    }
+    started = true;
+  };
+  const out = {
+    res,
+    write(frame) {
+      pending += frame;
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(send);
+      }
+    },
+    end(last = '') {
+      const chunk = pending + last;
+      pending = '';
+      if (res.writableEnded) return;
+      if (chunk) res.end(chunk);
+      else res.end();
+    },
+  };
+  res.socket?.setNoDelay(true);
+  out.write('');
+  return out;
+}
+
 function openStream(res, sessionId) {
-  const stream = { id: id(), frames: [], res, complete: false };
+  const stream = { id: id(), frames: [], out: undefined, complete: false };
   streams.set(stream.id, stream);
   res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': sessionId });
-  res.flushHeaders();
-  res.socket?.setNoDelay(true);
-  res.write(`id: ${stream.id}.0\nretry: ${env.retryMs}\ndata: \n\n`);
-  res.once('close', () => {
-    if (stream.res === res) stream.res = undefined;
-  });
+  attach(stream, sink(res));
+  stream.out.write(`id: ${stream.id}.0\nretry: ${env.retryMs}\ndata: \n\n`);
   return stream;
+}
+
+function attach(stream, out) {
+  stream.out = out;
+  out.res.once('close', () => {
+    if (stream.out === out) stream.out = undefined;
+  });
 }
 
 function emit(stream, message, final = false) {
   const frame = `id: ${stream.id}.${stream.frames.length + 1}\ndata: ${JSON.stringify(message)}\n\n`;
   stream.frames.push(frame);
-  stream.res?.write(frame);
+  stream.out?.write(frame);
   if (final) {
     stream.complete = true;
-    stream.res?.end();
+    stream.out?.end();
   }
 }
 
@@ -69,10 +113,10 @@ async function runTool(stream, message) {
     for (let step = 1; step <= steps; step++) {
       emit(stream, { method: 'notifications/message', params: { level: 'info', logger: 'long_task', data: { step } }, jsonrpc: '2.0' });
       if (step === steps) break;
-      if (closeEvery !== undefined && step % closeEvery === 0 && stream.res) {
-        const res = stream.res;
-        stream.res = undefined;
-        res.end(`retry: ${retryMs ?? env.retryMs}\n\n`);
+      if (closeEvery !== undefined && step % closeEvery === 0 && stream.out) {
+        const out = stream.out;
+        stream.out = undefined;
+        out.end(`retry: ${retryMs ?? env.retryMs}\n\n`);
       }
       if (intervalMs > 0) await new Promise((resolve) => setTimeout(resolve, intervalMs));
       else if (step % 64 === 0) await yieldToLoop();
@@ -98,7 +142,7 @@ async function post(req, res) {
     value = INIT_RESULT;
   }
   if (env.json) {
-    if (message.method === 'tools/call') value = await runTool({ id: '', frames: [], res: undefined }, message);
+    if (message.method === 'tools/call') value = await runTool({ id: '', frames: [], out: undefined }, message);
     res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sessionId });
     res.end(JSON.stringify(result(message.id, value ?? {})));
     return;
@@ -122,24 +166,21 @@ function get(req, res) {
     return;
   }
   res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': sessionId });
-  res.socket?.setNoDelay(true);
-  res.write(`id: ${lastEventId}\nretry: ${env.retryMs}\ndata: \n\n`);
-  for (let i = Number(lastEventId.slice(dot + 1)); i < stream.frames.length; i++) res.write(stream.frames[i]);
+  const out = sink(res);
+  out.write(`id: ${lastEventId}\nretry: ${env.retryMs}\ndata: \n\n`);
+  for (let i = Number(lastEventId.slice(dot + 1)); i < stream.frames.length; i++) out.write(stream.frames[i]);
   if (stream.complete) {
-    res.end();
+    out.end();
     return;
   }
-  stream.res?.end();
-  stream.res = res;
-  res.once('close', () => {
-    if (stream.res === res) stream.res = undefined;
-  });
+  stream.out?.end();
+  attach(stream, out);
 }
 
 function fill(events) {
   let left = events;
   while (left > 0) {
-    const stream = { id: id(), frames: [], res: undefined, complete: false };
+    const stream = { id: id(), frames: [], out: undefined, complete: false };
     streams.set(stream.id, stream);
     const n = Math.min(FILL_EVENTS_PER_STREAM, left);
     for (let seq = 1; seq <= n; seq++) {
@@ -150,9 +191,7 @@ function fill(events) {
   return { streams: streams.size };
 }
 
-const server = createServer((req, res) => {
-  if (handleControl(req, res, { fill })) return;
-  trackResume(req, res);
+function serve(req, res) {
   const fail = (error) => {
     if (!res.headersSent) res.writeHead(500);
     res.end(String(error));
@@ -161,5 +200,23 @@ const server = createServer((req, res) => {
   else if (req.method === 'GET') get(req, res);
   else if (req.method === 'DELETE') res.writeHead(200).end();
   else res.writeHead(405).end();
-});
-server.listen(env.port, env.host, () => console.log(`LISTENING ${server.address().port}`));
+}
+
+function control(req, res, next) {
+  if (handleControl(req, res, { fill })) return;
+  trackResume(req, res);
+  next();
+}
+
+let server;
+if (process.env.BARE_FRAMEWORK === 'express') {
+  // The floor of Express: the same handler mounted the way mcp-kit and the SDK server are.
+  const app = express();
+  app.use(control);
+  app.use('/mcp', serve);
+  server = app.listen(env.port, env.host, () => console.log(`LISTENING ${server.address().port}`));
+} else {
+  server = createServer((req, res) => control(req, res, () => serve(req, res)));
+  server.listen(env.port, env.host, () => console.log(`LISTENING ${server.address().port}`));
+}
+exitOnSigterm();

@@ -2,6 +2,7 @@
 // memory and CPU readings from inside the process, filling the event store, and the server-side
 // time of each resume. None of it runs on the measured MCP path except `trackResume`.
 import { performance } from 'node:perf_hooks';
+import { writeHeapSnapshot } from 'node:v8';
 
 // On globalThis: Next bundles each route separately, and every route must see the same list.
 const resumeTimings = (globalThis[Symbol.for('mcp-kit-bench:resume-timings')] ??= []);
@@ -114,6 +115,8 @@ export function handleControl(req, res, { fill }) {
     .then(async () => {
       if (pathname === '/bench/stats') return reply(200, stats(!searchParams.has('nogc')));
       if (pathname === '/bench/resume-timings') return reply(200, { timings: takeResumeTimings() });
+      // For profiling by hand: `curl -X POST '<origin>/bench/heap-snapshot?file=/tmp/x.heapsnapshot'`.
+      if (pathname === '/bench/heap-snapshot') return reply(200, { file: writeHeapSnapshot(searchParams.get('file') ?? undefined) });
       if (pathname === '/bench/fill') {
         const events = Number(searchParams.get('events') ?? 0);
         const started = performance.now();
@@ -136,3 +139,8 @@ export const FILL_MESSAGE = {
 /** Streams of this many events each, ten streams per session: "other streams and sessions". */
 export const FILL_EVENTS_PER_STREAM = 1_000;
 export const FILL_STREAMS_PER_SESSION = 10;
+
+/** Exits normally on SIGTERM, so `--cpu-prof` gets to write its profile. */
+export function exitOnSigterm() {
+  process.once('SIGTERM', () => process.exit(0));
+}

@@ -1,7 +1,7 @@
 // mcp-kit on Express, mounted the way the README says.
 import express from 'express';
 import { mcpExpress } from '@mcp-kit/express';
-import { handleControl, trackResume } from './control.mjs';
+import { exitOnSigterm, handleControl, trackResume } from './control.mjs';
 import { createKitHandler } from './kit.mjs';
 import { benchEnv } from './tools.mjs';
 
@@ -15,3 +15,4 @@ app.use((req, res, next) => {
 });
 app.use('/mcp', mcpExpress(handler));
 const server = app.listen(env.port, env.host, () => console.log(`LISTENING ${server.address().port}`));
+exitOnSigterm();

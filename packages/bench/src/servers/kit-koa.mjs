@@ -1,7 +1,7 @@
 // mcp-kit on Koa, mounted the way the README says.
 import Koa from 'koa';
 import { mcpKoa } from '@mcp-kit/koa';
-import { handleControl, trackResume } from './control.mjs';
+import { exitOnSigterm, handleControl, trackResume } from './control.mjs';
 import { createKitHandler } from './kit.mjs';
 import { benchEnv } from './tools.mjs';
 
@@ -18,3 +18,4 @@ app.use(async (ctx, next) => {
 });
 app.use(mcpKoa(handler, { path: '/mcp' }));
 const server = app.listen(env.port, env.host, () => console.log(`LISTENING ${server.address().port}`));
+exitOnSigterm();

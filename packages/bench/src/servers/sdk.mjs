@@ -6,7 +6,7 @@ import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/in
 import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { FILL_EVENTS_PER_STREAM, FILL_MESSAGE, handleControl, trackResume } from './control.mjs';
+import { FILL_EVENTS_PER_STREAM, FILL_MESSAGE, exitOnSigterm, handleControl, trackResume } from './control.mjs';
 import { benchEnv, createBenchServer } from './tools.mjs';
 
 const env = benchEnv();
@@ -61,3 +61,4 @@ app.all('/mcp', async (req, res) => {
   await created.handleRequest(req, res, req.body);
 });
 const server = app.listen(env.port, env.host, () => console.log(`LISTENING ${server.address().port}`));
+exitOnSigterm();

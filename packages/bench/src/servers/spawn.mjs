@@ -12,14 +12,17 @@ const NODE_FLAGS = ['--expose-gc'];
 
 /**
  * The servers of one run. `next` is the bench's own Next.js app (`src/servers/next`), served by
- * `next start` once `next build` has produced it.
+ * `next start` once `next build` has produced it. A `floor` is the bare handler on a framework:
+ * what the framework itself costs, run in the throughput and burst workloads only.
  */
 export const SERVERS = [
   { name: 'bare', label: 'bare node:http', script: 'bare.mjs' },
   { name: 'sdk', label: 'SDK transport (Express)', script: 'sdk.mjs' },
-  { name: 'kit-express', label: 'mcp-kit Express', script: 'kit-express.mjs' },
+  { name: 'kit-express', label: 'mcp-kit Express', script: 'kit-express.mjs', floorName: 'bare-express' },
   { name: 'kit-koa', label: 'mcp-kit Koa', script: 'kit-koa.mjs' },
-  { name: 'kit-next', label: 'mcp-kit Next (next start)', next: true },
+  { name: 'kit-next', label: 'mcp-kit Next (next start)', next: true, floorName: 'bare-next' },
+  { name: 'bare-express', label: 'floor: bare on Express', script: 'bare.mjs', env: { BARE_FRAMEWORK: 'express' }, floor: true },
+  { name: 'bare-next', label: 'floor: bare Next route', next: true, path: '/bare', floor: true },
 ];
 
 export const NEXT_DIR = join(here, 'next');
@@ -45,12 +48,12 @@ export function freePort() {
  */
 export async function startServer(server, env = {}) {
   const port = await freePort();
-  const childEnv = { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'production', NEXT_TELEMETRY_DISABLED: '1' };
+  const childEnv = { ...process.env, ...server.env, ...env, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'production', NEXT_TELEMETRY_DISABLED: '1' };
   let child;
   if (server.next) {
     const nextBin = join(BENCH_ROOT, 'node_modules', 'next', 'dist', 'bin', 'next');
-    childEnv.NODE_OPTIONS = [process.env.NODE_OPTIONS, ...NODE_FLAGS].filter(Boolean).join(' ');
-    child = spawn(process.execPath, [nextBin, 'start', '-H', '127.0.0.1', '-p', String(port)], { cwd: NEXT_DIR, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    // `next start` serves from the process it runs in, so node flags go on its command line.
+    child = spawn(process.execPath, [...NODE_FLAGS, ...(env.NODE_FLAGS ?? []), nextBin, 'start', '-H', '127.0.0.1', '-p', String(port)], { cwd: NEXT_DIR, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   } else {
     child = spawn(process.execPath, [...NODE_FLAGS, ...(env.NODE_FLAGS ?? []), join(here, server.script)], { cwd: BENCH_ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   }
@@ -89,6 +92,7 @@ export async function startServer(server, env = {}) {
     server,
     pid: child.pid,
     origin,
+    path: server.path ?? '/mcp',
     output: () => log,
     async stop() {
       if (exited) return;

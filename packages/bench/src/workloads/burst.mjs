@@ -4,7 +4,7 @@ import { McpHttp } from '../client/mcp.mjs';
 import { cpuUs, median } from '../stats.mjs';
 
 export async function burst(handle, { events = 20_000, reps = 5, warmups = 1 }) {
-  const client = new McpHttp(handle.origin, { connections: 2 });
+  const client = new McpHttp(handle.origin, { connections: 2, path: handle.path });
   try {
     const session = await client.initialize();
     const runs = [];

@@ -6,8 +6,8 @@ import { McpHttp } from '../client/mcp.mjs';
 import { runPool } from '../stats.mjs';
 
 export async function memory(handle, { sessions = 1_000, streams = 10_000 }) {
-  const client = new McpHttp(handle.origin, { connections: 32 });
-  const streamClient = new McpHttp(handle.origin, { connections: streams + 16 });
+  const client = new McpHttp(handle.origin, { connections: 32, path: handle.path });
+  const streamClient = new McpHttp(handle.origin, { connections: streams + 16, path: handle.path });
   const open = [];
   try {
     await sleep(200);

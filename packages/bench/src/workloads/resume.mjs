@@ -9,7 +9,7 @@ const REPLAYED = 100;
 const QUIET_MS = 250;
 
 export async function resume(handle, { sizes = [10_000, 100_000, 1_000_000], samples = 50, warmups = 5, budgetMs = 30_000, minSamples = 3 }) {
-  const client = new McpHttp(handle.origin, { connections: 4 });
+  const client = new McpHttp(handle.origin, { connections: 4, path: handle.path });
   try {
     const session = await client.initialize();
     const original = [];

@@ -6,7 +6,7 @@ import { McpHttp } from '../client/mcp.mjs';
 import { cpuUs, percentile, runPool } from '../stats.mjs';
 
 export async function throughput(handle, { sessions = 16, inFlight = 64, warmupMs = 2_000, durationMs = 10_000, tool = 'test_simple_text' }) {
-  const client = new McpHttp(handle.origin, { connections: inFlight });
+  const client = new McpHttp(handle.origin, { connections: inFlight, path: handle.path });
   try {
     const list = await runPool(sessions, 8, () => client.initialize());
     const latencies = [];
