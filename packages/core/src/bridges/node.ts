@@ -92,7 +92,7 @@ export function nodeResponder(res: ServerResponse): CoreResponder {
           pending += chunk;
           if (pending.length >= BATCH_LIMIT) send();
           else schedule();
-          return res.writableLength + pending.length <= res.writableHighWaterMark;
+          return !res.writableNeedDrain;
         },
         end() {
           const chunk = pending;

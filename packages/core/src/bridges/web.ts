@@ -22,6 +22,11 @@ export type FetchHandler = (request: Request, context?: FetchCallContext) => Pro
 
 const encoder = new TextEncoder();
 
+/** Frames held for the end of the turn are sent early once they add up to this many characters. */
+const BATCH_LIMIT = 64 * 1024;
+/** The end of this turn of the event loop, where the runtime has setImmediate (Node, Bun, Deno). */
+const later: (fn: () => void) => void = typeof setImmediate === 'function' ? (fn) => setImmediate(fn) : (fn) => setTimeout(fn, 0);
+
 /**
  * The web bridge: serves the handler as `(Request) => Promise<Response>`, streaming SSE through a
  * `ReadableStream`. It is what `@mcp-kit/next` uses, and works as is in Hono, Bun, Deno and
@@ -102,14 +107,32 @@ function webResponder(resolve: (response: Response) => void, signal: AbortSignal
       resolve(new Response(body, { status: 200, headers }));
       // A client that left while the request was being read never fires 'abort' again.
       if (signal.aborted) onAbort();
+      // What one turn of the event loop writes (the priming event and a quick answer; a run of
+      // notifications) becomes one chunk at the end of the turn: the host's stream plumbing costs
+      // per chunk, and one encode of many frames is cheaper than one per frame.
+      let pending = '';
+      let scheduled = false;
+      const send = (): void => {
+        scheduled = false;
+        if (closed || pending === '') return;
+        const chunk = pending;
+        pending = '';
+        controller.enqueue(encoder.encode(chunk));
+      };
       return {
         write(chunk) {
           if (closed) return false;
-          controller.enqueue(encoder.encode(chunk));
+          pending += chunk;
+          if (pending.length >= BATCH_LIMIT) send();
+          else if (!scheduled) {
+            scheduled = true;
+            later(send);
+          }
           return (controller.desiredSize ?? 0) >= 0;
         },
         end() {
           if (closed) return;
+          send();
           markClosed();
           try {
             controller.close();
@@ -118,7 +141,8 @@ function webResponder(resolve: (response: Response) => void, signal: AbortSignal
           }
         },
         get bufferedBytes() {
-          return closed ? 0 : -(controller.desiredSize ?? 0);
+          // Frames held for the end of the turn count: a client that stops reading is seen either way.
+          return closed ? 0 : pending.length - (controller.desiredSize ?? 0);
         },
         onClose(listener) {
           if (closed) listener();
