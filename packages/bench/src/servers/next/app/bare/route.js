@@ -1,6 +1,7 @@
 // The floor of a Next.js route: the same SSE frames as mcp-kit (priming event, `id:` per event,
-// one JSON.stringify per message) through a ReadableStream, with no MCP logic. It answers just
-// the calls of the throughput and burst workloads.
+// one JSON.stringify per message) through a ReadableStream, one chunk per turn of the event loop
+// as mcp-kit's web bridge does, with no MCP logic. It answers just the calls of the throughput and
+// burst workloads.
 import { randomBytes } from 'node:crypto';
 import { BURST_PAYLOAD, BURST_YIELD_EVERY, benchEnv } from '../../../tools.mjs';
 
@@ -13,6 +14,8 @@ const INIT_RESULT = {
 };
 const encoder = new TextEncoder();
 const text = (value) => ({ content: [{ type: 'text', text: value }] });
+/** Every frame is kept, as bare node:http and mcp-kit keep theirs for replay. */
+const streams = new Map();
 
 export async function POST(request) {
   const message = await request.json();
@@ -25,10 +28,25 @@ export async function POST(request) {
   }
   const streamId = randomBytes(16).toString('base64url');
   let seq = 0;
+  const frames = [];
+  streams.set(streamId, frames);
   const body = new ReadableStream({
     async start(controller) {
-      const emit = (msg) => controller.enqueue(encoder.encode(`id: ${streamId}.${++seq}\ndata: ${JSON.stringify(msg)}\n\n`));
-      controller.enqueue(encoder.encode(`id: ${streamId}.0\nretry: ${env.retryMs}\ndata: \n\n`));
+      let pending = '';
+      const send = () => {
+        if (pending) controller.enqueue(encoder.encode(pending));
+        pending = '';
+      };
+      const write = (frame) => {
+        if (pending === '') setImmediate(send);
+        pending += frame;
+      };
+      const emit = (msg) => {
+        const frame = `id: ${streamId}.${++seq}\ndata: ${JSON.stringify(msg)}\n\n`;
+        frames.push(frame);
+        write(frame);
+      };
+      write(`id: ${streamId}.0\nretry: ${env.retryMs}\ndata: \n\n`);
       let value = INIT_RESULT;
       if (message.method === 'tools/call' && message.params.name === 'bench_burst') {
         const { count } = message.params.arguments;
@@ -41,6 +59,7 @@ export async function POST(request) {
         value = text('This is a simple text response for testing.');
       }
       emit(respond(value));
+      send();
       controller.close();
     },
   });
