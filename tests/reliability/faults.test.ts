@@ -214,12 +214,16 @@ describe.each(adapters)('faults: $name', (adapter) => {
     expect(first.messages.some((m) => m.message.id === 2)).toBe(false);
     expect(firstEvents).toBeLessThan(total);
 
+    // A replay is held to the same mark, so a backlog resumes in pieces of at least maxBufferedBytes.
+    const frameGuess = adapter.inProcess ? size + 150 : 160;
+    const maxConnections = Math.ceil((total * frameGuess) / maxBufferedBytes) + 10;
     const streams = [first];
     while (!streams.at(-1)!.messages.some((m) => m.message.id === 2)) {
       const next = await s.get(streams.at(-1)!.lastEventId);
       expect(await next.end(60_000)).toBe('server');
+      expect(next.messages.length, 'a resume that made no progress').toBeGreaterThan(0);
       streams.push(next);
-      expect(streams.length).toBeLessThan(50);
+      expect(streams.length).toBeLessThanOrEqual(maxConnections);
     }
     const all = events(streams);
     expect(all.map((e) => e.seq)).toEqual(Array.from({ length: total + 1 }, (_, i) => i + 1));
