@@ -61,6 +61,7 @@ export function nodeResponder(res: ServerResponse): CoreResponder {
       let pending = '';
       let scheduled = false;
       let started = false;
+      let ended = false;
       const send = (): void => {
         scheduled = false;
         if (res.writableEnded || res.destroyed) {
@@ -88,13 +89,17 @@ export function nodeResponder(res: ServerResponse): CoreResponder {
       schedule();
       return {
         write(chunk) {
-          if (res.writableEnded || res.destroyed) return false;
+          // A local flag, not res.writableEnded/destroyed: Express swaps the prototype of every
+          // res, which makes each property read on it slow, and this runs once per frame.
+          // (SseConnection stops writing when res closes; send() checks res once per turn.)
+          if (ended) return false;
           pending += chunk;
           if (pending.length >= BATCH_LIMIT) send();
           else schedule();
           return !res.writableNeedDrain;
         },
         end() {
+          ended = true;
           const chunk = pending;
           pending = '';
           if (chunk !== '' && !res.writableEnded && !res.destroyed) res.end(chunk);
