@@ -197,17 +197,15 @@ export class Session implements Transport {
   }
 
   closeRequestStream(id: RequestId, retryMs?: number): boolean {
-    const stream = this.byRequest.get(id);
-    if (!stream || !stream.closable) return false;
-    if (retryMs !== undefined) stream.retryMs = retryMs;
-    const retry = retryMs ?? stream.retryMs ?? this.options.retryMs;
-    stream.conn?.end(retry);
-    this.closeRemoteTails(stream, retry);
-    return true;
+    return this.closeStream(this.byRequest.get(id), retryMs);
   }
 
   closeStandalone(retryMs?: number): boolean {
-    const stream = this.standalone;
+    return this.closeStream(this.standalone, retryMs);
+  }
+
+  /** SEP-1699 close: `retry:` then end; the stream itself lives on and keeps storing events. */
+  private closeStream(stream: Stream | undefined, retryMs: number | undefined): boolean {
     if (!stream || !stream.closable) return false;
     if (retryMs !== undefined) stream.retryMs = retryMs;
     const retry = retryMs ?? stream.retryMs ?? this.options.retryMs;
