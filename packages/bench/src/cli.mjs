@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'n
 import os from 'node:os';
 import { join } from 'node:path';
 import { hostCpu, loadOver, machine } from './machine.mjs';
+import { mcpServerHeapBytes } from './reference.mjs';
 import { renderMarkdown, renderTables } from './report.mjs';
 import { BENCH_ROOT, NEXT_DIR, SERVERS, nextBuilt, startServer } from './servers/spawn.mjs';
 import { burst } from './workloads/burst.mjs';
@@ -43,7 +44,7 @@ const WORKLOADS = [
   { name: 'burst', env: {}, floors: true, run: (h, c) => burst(h, c.burst) },
   // Room for 1M ~150-byte frames: the memory store's default maxBytes (64 MiB) would evict them.
   { name: 'resume', env: { BENCH_STORE_MAX_BYTES: String(4 * 1024 ** 3) }, run: (h, c) => resume(h, c.resume) },
-  { name: 'memory', env: {}, run: (h, c) => memory(h, c.memory) },
+  { name: 'memory', env: {}, floors: true, run: (h, c) => memory(h, c.memory) },
   // The client comes back right away, so the run measures how fast the server cycles resumes.
   { name: 'polling', env: { BENCH_RETRY_MS: '0' }, run: (h, c) => polling(h, c.polling) },
 ];
@@ -148,6 +149,7 @@ async function main() {
     run.load[workload.name] = loadOver(before, hostCpu(), own);
   }
   run.load.total = loadOver(runHost, hostCpu(), runOwn);
+  run.reference = { mcpServerHeapBytes: await mcpServerHeapBytes() };
   run.finishedAt = new Date().toISOString();
 
   const tables = renderTables(run);

@@ -120,12 +120,14 @@ export function renderTables(run) {
     out.push(`### memory: RSS growth per session (${cfg.memory.sessions.toLocaleString('en-US')} sessions) and per idle GET stream (${cfg.memory.streams.toLocaleString('en-US')} streams), after GC\n`);
     out.push(
       table(
-        ['server', 'RSS KiB/session', '÷ sdk', '÷ bare', 'heap KiB/session', 'RSS KiB/GET stream', '÷ sdk', '÷ bare', 'heap KiB/GET stream'],
-        rows(R.memory, (r, all) => [
+        ['server', 'RSS KiB/session', '÷ sdk', '÷ bare', 'heap KiB/session', '÷ sdk', 'RSS KiB/GET stream', '÷ sdk', '÷ bare', 'heap KiB/GET stream', '÷ own floor'],
+        rows(R.memory, (r, all, name) => [
           ...withRatios(kib(r.rssPerSessionBytes), all, (x) => kib(x.rssPerSessionBytes)),
           num(kib(r.heapPerSessionBytes)),
+          ratio(r.heapPerSessionBytes, all.sdk?.heapPerSessionBytes),
           ...withRatios(kib(r.rssPerStreamBytes), all, (x) => kib(x.rssPerStreamBytes)),
           num(kib(r.heapPerStreamBytes)),
+          floorRatio(name, all, (x) => x.heapPerStreamBytes),
         ]),
       ),
     );
@@ -208,22 +210,61 @@ export function evaluateTargets(run) {
       return ok(worst < 2, `worst median ${num(worst)} ms`);
     });
   }
+  // RSS is what the issue asks for; heap growth is shown beside it because RSS understates what a
+  // session or stream costs when V8 reuses pages freed by earlier garbage. Met means both agree.
   if (good(R.memory?.sdk)) {
-    add('RSS per session ≤ 1/5 of sdk', (k) => {
+    add('RSS (and heap) per session ≤ 1/5 of sdk', (k) => {
       const r = R.memory[k];
       if (!good(r)) return '–';
       const x = r.rssPerSessionBytes / R.memory.sdk.rssPerSessionBytes;
-      return ok(x <= 0.2, `${(x * 100).toFixed(0)}% of sdk (${num(kib(r.rssPerSessionBytes))} KiB)`);
+      const h = r.heapPerSessionBytes / R.memory.sdk.heapPerSessionBytes;
+      return ok(x <= 0.2 && h <= 0.2, `RSS ${(x * 100).toFixed(0)}%, heap ${(h * 100).toFixed(0)}% of sdk`);
     });
   }
   if (R.memory) {
-    add('RSS ≤ 5 KiB per idle GET stream', (k) => {
+    add('RSS (and heap) ≤ 5 KiB per idle GET stream', (k) => {
       const r = R.memory[k];
       if (!good(r)) return '–';
-      return ok(r.rssPerStreamBytes <= 5 * 1024, `${num(kib(r.rssPerStreamBytes))} KiB`);
+      return ok(r.rssPerStreamBytes <= 5 * 1024 && r.heapPerStreamBytes <= 5 * 1024, `RSS ${num(kib(r.rssPerStreamBytes))} KiB, heap ${num(kib(r.heapPerStreamBytes))} KiB`);
     });
   }
   return targets;
+}
+
+/** What bounds each target on this machine, from this run's own numbers. */
+export function renderLimits(run) {
+  const R = run.results;
+  const v = (w, name, key) => (R[w]?.[name] && !R[w][name].error ? R[w][name][key] : undefined);
+  const x = (a, b) => (a !== undefined && b !== undefined ? `${(a / b).toFixed(1)}×` : '?');
+  const lines = [];
+  const sdkCalls = v('throughput', 'sdk', 'callsPerSec');
+  if (sdkCalls !== undefined) {
+    lines.push(
+      `- **tools/call**: bare node:http answers ${num(v('throughput', 'bare', 'callsPerSec'))} calls/s, ${x(v('throughput', 'bare', 'callsPerSec'), sdkCalls)} the SDK, with the load generator on the same cores: no server can pass that ratio on this machine. ` +
+        `The bare handler on Express answers ${num(v('throughput', 'bare-express', 'callsPerSec'))} calls/s (${x(v('throughput', 'bare-express', 'callsPerSec'), sdkCalls)} the SDK, ${num(v('throughput', 'bare-express', 'serverCpuUsPerCall'))} µs of CPU per call before any MCP work), which caps any Express adapter; ` +
+        `a bare Next route answers ${num(v('throughput', 'bare-next', 'callsPerSec'))} calls/s (${x(v('throughput', 'bare-next', 'callsPerSec'), sdkCalls)} the SDK on Express), which caps any Next adapter.`,
+    );
+  }
+  const sdkBurst = v('burst', 'sdk', 'eventsPerSec');
+  if (sdkBurst !== undefined) {
+    lines.push(`- **burst**: bare node:http streams ${num(v('burst', 'bare', 'eventsPerSec'))} events/s, ${x(v('burst', 'bare', 'eventsPerSec'), sdkBurst)} the SDK; "15× sdk" is only reachable where bare itself is well above 15×.`);
+  }
+  const ref = run.reference?.mcpServerHeapBytes;
+  if (ref !== undefined && R.memory) {
+    lines.push(
+      `- **memory per session**: the session's McpServer (the fixture's tools, resources and prompts, plus \`bench_burst\`) alone holds ${num(ref / 1024)} KiB of heap, and every server here keeps one per session; ` +
+        `the SDK's session is ${num(kib(v('memory', 'sdk', 'heapPerSessionBytes')))} KiB of heap, so 1/5 of it is below what the McpServer alone needs.`,
+    );
+    lines.push(
+      `- **memory per idle GET stream**: an open response costs ${num(kib(v('memory', 'bare', 'heapPerStreamBytes')))} KiB of heap in bare node:http, ${num(kib(v('memory', 'bare-express', 'heapPerStreamBytes')))} KiB under Express and ${num(kib(v('memory', 'bare-next', 'heapPerStreamBytes')))} KiB in a Next route before any MCP state.`,
+    );
+  }
+  if (R.resume?.sdk && !R.resume.sdk.error) {
+    lines.push(
+      '- **the SDK\'s replay**: its `InMemoryEventStore` sorts every stored event by id on each replay (so a resume costs time in proportion to the whole store), and its ids are `<stream>_<ms>_<random>`, so events of the same millisecond come back in random order and those that sort before the cursor are skipped: the "replay complete, in order" and "exactly once" columns.',
+    );
+  }
+  return lines.join('\n');
 }
 
 function loadLine(name, l) {
@@ -262,11 +303,20 @@ Ratios are this server's value divided by the SDK's (\`÷ sdk\`) or bare \`node:
 above 1 is better for rates, below 1 is better for times and memory.
 
 ${renderTables(run)}
+## What bounds the targets here
+
+${renderLimits(run)}
+
 ## What runs
 
 - **bare**: \`node:http\` writing the same SSE frames as mcp-kit (priming event, \`id: <stream>.<seq>\`,
-  one \`JSON.stringify\` per message) with no MCP logic; it keeps each stream's frames in an array
-  so it can replay them. The physical limit of this machine and this load generator.
+  one \`JSON.stringify\` per message) with no MCP logic, one chunk per event-loop turn as mcp-kit's
+  bridges do; it keeps each stream's frames in an array so it can replay them. The physical limit
+  of this machine and this load generator.
+- **floors** (\`÷ own floor\`): the same bare handler mounted on Express
+  (\`app.use('/mcp', handler)\`), and a bare Next route (\`app/bare/route.js\`, same frames through a
+  \`ReadableStream\`), in the throughput, burst and memory workloads: what the framework costs
+  before any MCP work, so each adapter can be read against its own framework.
 - **sdk**: \`StreamableHTTPServerTransport\` from \`@modelcontextprotocol/sdk\` 1.32.2 on Express
   (\`createMcpExpressApp\`, so \`express.json()\` and its Host check), one \`McpServer\` and transport
   per session, \`retryInterval\`, and one \`InMemoryEventStore\` for the process, imported from the SDK
@@ -308,7 +358,9 @@ ${renderTables(run)}
    **End to end**: from the GET leaving the client to its 100th event arriving.
 4. **memory**: from a fresh process, RSS after GC (\`--expose-gc\`, read inside the server) before
    and after ${c.memory.sessions.toLocaleString('en-US')} initialized sessions, then before and after ${c.memory.streams.toLocaleString('en-US')} idle standalone GET streams
-   (one per session, on ${c.memory.streams.toLocaleString('en-US')} sessions). Heap growth is shown too: it is less noisy than RSS.
+   (one per session, on ${c.memory.streams.toLocaleString('en-US')} sessions). Heap growth is shown beside RSS: RSS understates a stream's cost
+   when V8 reuses heap pages that the session set-up's garbage freed (a stream can show less RSS
+   than heap growth), so a memory target counts as met only when both RSS and heap meet it.
 5. **polling**: ${c.polling.clients} SDK clients (\`StreamableHTTPClientTransport\`), each calling \`long_task\`
    \`{ steps: ${c.polling.steps}, intervalMs: ${c.polling.intervalMs}, closeEvery: ${c.polling.closeEvery}, retryMs: ${c.polling.retryMs} }\` at once: the server closes the call's stream after every
    step and the client resumes with \`Last-Event-ID\`. Events/s is log notifications delivered to

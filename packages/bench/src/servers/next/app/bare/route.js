@@ -1,7 +1,7 @@
 // The floor of a Next.js route: the same SSE frames as mcp-kit (priming event, `id:` per event,
 // one JSON.stringify per message) through a ReadableStream, one chunk per turn of the event loop
-// as mcp-kit's web bridge does, with no MCP logic. It answers just the calls of the throughput and
-// burst workloads.
+// as mcp-kit's web bridge does, with no MCP logic. It answers just the calls of the throughput,
+// burst and memory workloads.
 import { randomBytes } from 'node:crypto';
 import { BURST_PAYLOAD, BURST_YIELD_EVERY, benchEnv } from '../../../tools.mjs';
 
@@ -64,6 +64,17 @@ export async function POST(request) {
     },
   });
   return new Response(body, { headers: { ...SSE_HEADERS, 'mcp-session-id': sessionId } });
+}
+
+/** An idle standalone stream: the priming event, then nothing until the client leaves. */
+export async function GET(request) {
+  const streamId = randomBytes(16).toString('base64url');
+  const body = new ReadableStream({
+    start(controller) {
+      controller.enqueue(encoder.encode(`id: ${streamId}.0\nretry: ${env.retryMs}\ndata: \n\n`));
+    },
+  });
+  return new Response(body, { headers: { ...SSE_HEADERS, 'mcp-session-id': request.headers.get('mcp-session-id') } });
 }
 
 export const runtime = 'nodejs';
