@@ -22,7 +22,8 @@ const REPO_ROOT = join(BENCH_ROOT, '..', '..');
 
 const FULL = {
   throughput: { sessions: 16, inFlight: 64, warmupMs: 3_000, durationMs: 10_000 },
-  burst: { events: 20_000, reps: 5, warmups: 1 },
+  // One burst takes ~50 ms: many runs, so the median holds still.
+  burst: { events: 20_000, reps: 15, warmups: 3 },
   resume: { sizes: [10_000, 100_000, 1_000_000], samples: 50, warmups: 5, budgetMs: 30_000, minSamples: 3 },
   memory: { sessions: 1_000, streams: 10_000 },
   polling: { clients: 16, steps: 2_000, intervalMs: 1, closeEvery: 1, retryMs: 0 },

@@ -6,7 +6,7 @@ import os from 'node:os';
 export function machine() {
   const sh = (cmd) => {
     try {
-      return execSync(cmd, { encoding: 'utf8' }).trim();
+      return execSync(cmd, { encoding: 'utf8' }).trimEnd();
     } catch {
       return 'unavailable';
     }

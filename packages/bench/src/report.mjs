@@ -15,6 +15,7 @@ function num(n) {
 function ratio(value, ref) {
   if (value === undefined || ref === undefined || !Number.isFinite(value) || !Number.isFinite(ref) || ref === 0) return '–';
   const r = value / ref;
+  if (r > 0 && r < 0.01) return `1/${Math.round(1 / r).toLocaleString('en-US')}`;
   return `${r >= 10 ? r.toFixed(0) : r >= 1 ? r.toFixed(1) : r.toFixed(2)}×`;
 }
 
@@ -279,8 +280,8 @@ export function renderMarkdown(run) {
   return `# Benchmarks
 
 mcp-kit against the SDK's own transport and bare \`node:http\`, in one run on one machine. Numbers
-are from the last full run; rerun with the command below. The benchmark is not a test: CI only
-checks that \`pnpm bench --short\` still runs.
+are from the last full run; rerun with the command below. The benchmark is not a test: its CI
+mode, \`pnpm bench --short\` (a minute or two), only checks that it still runs, never a timing.
 
 - **Command**: \`${run.command}\` (from the repository root, after \`npx -y pnpm@10.34.9 build\`)
 - **When**: ${run.startedAt} – ${run.finishedAt}
