@@ -6,7 +6,8 @@
 //
 // Prints JSON lines: {"opened":n,"ms":...} once every stream is primed, then
 // {"keepAlives":{"min":..,"max":..},"ms":...} once every stream has received the asked number of
-// keep-alive comments; then holds the streams until stdin closes, and exits.
+// keep-alive comments; then holds the streams until stdin closes, and exits. {"progress":n} lines
+// come every 1,000 streams.
 import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 
@@ -82,11 +83,19 @@ function openStream(sessionId) {
 }
 
 const streams = [];
+// The parent ends stdin to stop us, at any point.
+process.stdin.resume();
+process.stdin.on('end', () => {
+  for (const s of streams) s.socket.destroy();
+  process.exit(0);
+});
+
 let next = 0;
 async function worker() {
   while (next < total) {
     next++;
     streams.push(await openStream(await openSession()));
+    if (streams.length % 1000 === 0) console.log(JSON.stringify({ progress: streams.length, ms: Date.now() - started }));
   }
 }
 await Promise.all(Array.from({ length: 32 }, worker));
@@ -115,8 +124,3 @@ await new Promise((resolve) => {
   }, 100);
 });
 
-process.stdin.resume();
-process.stdin.on('end', () => {
-  for (const s of streams) s.socket.destroy();
-  process.exit(0);
-});

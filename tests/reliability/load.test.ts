@@ -33,13 +33,17 @@ function lines(child: ReturnType<typeof spawn>) {
   let exited = false;
   let stderr = '';
   let buffer = '';
+  let progress: unknown;
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
     buffer += chunk;
     let at: number;
     while ((at = buffer.indexOf('\n')) !== -1) {
       const line = buffer.slice(0, at);
       buffer = buffer.slice(at + 1);
-      if (line.startsWith('{')) queue.push(JSON.parse(line));
+      if (!line.startsWith('{')) continue;
+      const parsed = JSON.parse(line);
+      if (parsed.progress !== undefined) progress = parsed;
+      else queue.push(parsed);
     }
     wake?.();
   });
@@ -58,7 +62,7 @@ function lines(child: ReturnType<typeof spawn>) {
       }
       if (exited) throw new Error(`load client exited: ${stderr.slice(-2000)}`);
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`load client: nothing within ${timeoutMs} ms; stderr: ${stderr.slice(-2000)}`);
+      if (left <= 0) throw new Error(`load client: nothing within ${timeoutMs} ms (last progress ${JSON.stringify(progress)}); stderr: ${stderr.slice(-2000)}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
         wake = () => (clearTimeout(t), resolve());
@@ -130,9 +134,12 @@ describe.each(adapters)('load: $name', (adapter) => {
             : 'server RSS n/a';
         console.log(`[idle ${adapter.name}] ${IDLE_STREAMS} streams opened in ${opened.ms} ms (fd limits: this process ${soft}, client ${clientLimit}); every stream got ≥ 2 keep-alives within ${flowing.ms} ms; ${rss}`);
       } finally {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
+        const exited = new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve)));
         child.stdin!.end();
+        // It exits when stdin ends; if it is stuck, stop it by its pid.
+        const stuck = setTimeout(() => child.kill('SIGKILL'), 10_000);
         await exited;
+        clearTimeout(stuck);
       }
     },
     LONG ? 900_000 : 90_000,
