@@ -25,7 +25,7 @@ export interface RawResponse {
 }
 
 /** One complete request; the body is read whole. Never use it for a stream that does not end. */
-export function send(url: string, init: RawInit): Promise<RawResponse> {
+export function send(url: string, init: RawInit, attempt = 1): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method: init.method, headers: init.headers, agent }, (res) => {
       const chunks: Buffer[] = [];
@@ -33,7 +33,11 @@ export function send(url: string, init: RawInit): Promise<RawResponse> {
       res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
       res.on('error', reject);
     });
-    req.on('error', reject);
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      // A pooled socket the server closed as idle just as we reused it: the request never arrived.
+      if (req.reusedSocket && error.code === 'ECONNRESET' && attempt < 3) resolve(send(url, init, attempt + 1));
+      else reject(error);
+    });
     req.end(init.body);
   });
 }

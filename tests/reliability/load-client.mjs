@@ -19,7 +19,7 @@ const PROTOCOL = '2025-11-25';
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 const started = Date.now();
 
-function post(body, headers = {}) {
+function post(body, headers = {}, attempt = 1) {
   return new Promise((resolve, reject) => {
     const req = request(
       target,
@@ -31,7 +31,11 @@ function post(body, headers = {}) {
         res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text }));
       },
     );
-    req.on('error', reject);
+    req.on('error', (error) => {
+      // A pooled socket the server closed as idle just as we reused it: the request never arrived.
+      if (req.reusedSocket && error.code === 'ECONNRESET' && attempt < 3) resolve(post(body, headers, attempt + 1));
+      else reject(error);
+    });
     req.end(JSON.stringify(body));
   });
 }
