@@ -56,7 +56,9 @@ export class MemoryEventStore implements EventStore {
   readonly maxTombstones: number;
   private readonly now: () => number;
   private readonly logs = new Map<string, StreamLog>();
-  private readonly bySession = new Map<string, StreamLog[]>();
+  // A Set, not an array: evicting a busy session's oldest stream must not cost a scan or a
+  // splice of everything the session still holds (that made each append O(streams held)).
+  private readonly bySession = new Map<string, Set<StreamLog>>();
   private readonly tombstones = new Map<string, string>();
   // Global append order as three parallel arrays (log, seq, time): the front is the oldest frame
   // in the whole store, which makes byte and age eviction O(1) per evicted frame.
@@ -84,9 +86,9 @@ export class MemoryEventStore implements EventStore {
     if (this.logs.has(key.streamId)) return;
     const log = new StreamLog(key.sessionId, key.streamId);
     this.logs.set(key.streamId, log);
-    const list = this.bySession.get(key.sessionId);
-    if (list) list.push(log);
-    else this.bySession.set(key.sessionId, [log]);
+    const logs = this.bySession.get(key.sessionId);
+    if (logs) logs.add(log);
+    else this.bySession.set(key.sessionId, new Set([log]));
   }
 
   append(key: StreamKey, seq: number, frame: string, final: boolean): void {
@@ -134,10 +136,10 @@ export class MemoryEventStore implements EventStore {
   deleteSession(sessionId: string): void {
     // Tombstones first: a session whose streams are all tombstones has no bySession entry.
     for (const [streamId, owner] of this.tombstones) if (owner === sessionId) this.tombstones.delete(streamId);
-    const list = this.bySession.get(sessionId);
-    if (!list) return;
+    const logs = this.bySession.get(sessionId);
+    if (!logs) return;
     this.bySession.delete(sessionId);
-    for (const log of list) {
+    for (const log of logs) {
       log.deleted = true;
       this.logs.delete(log.streamId);
       for (let i = log.head; i < log.frames.length; i++) this.bytes -= (log.frames[i] as string).length;
@@ -200,11 +202,10 @@ export class MemoryEventStore implements EventStore {
   private forget(log: StreamLog): void {
     log.deleted = true;
     this.logs.delete(log.streamId);
-    const list = this.bySession.get(log.sessionId);
-    if (list) {
-      const i = list.indexOf(log);
-      if (i >= 0) list.splice(i, 1);
-      if (list.length === 0) this.bySession.delete(log.sessionId);
+    const logs = this.bySession.get(log.sessionId);
+    if (logs) {
+      logs.delete(log);
+      if (logs.size === 0) this.bySession.delete(log.sessionId);
     }
     this.tombstones.set(log.streamId, log.sessionId);
     if (this.tombstones.size > this.maxTombstones) {
