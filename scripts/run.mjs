@@ -51,6 +51,9 @@ if (task === 'demo') {
     failed++;
   }
   if (unit !== 0 && failed === 0) failed++;
+  // The benchmark is not a test: CI only checks that its short mode still runs end to end.
+  if (run('npx', [...PNPM, 'run', 'bench', '--short']) === 0) passed++;
+  else failed++;
   const apps = JSON.parse(readFileSync(join(root, 'scripts', 'conformance-apps.json'), 'utf8'));
   for (const app of apps) {
     if (run('node', ['scripts/conformance.mjs', app]) === 0) passed++;
