@@ -58,19 +58,7 @@ describe.each(adapters)('faults: $name', (adapter) => {
     const servers = new ServerCounter();
     const store = new MemoryEventStore();
     sut = await adapter.start(adapter.inProcess ? { server: servers.factory(), eventStore: store } : {});
-    const s = await RawSession.open(sut.url);
-    const standalone = await s.get();
-    await standalone.next();
-    const running = await s.postSse(toolCall(2, 'long_task', { steps: 10_000, intervalMs: 20 }));
-    await running.next();
-    await running.next();
-    const dropped = await s.postSse(toolCall(3, 'long_task', { steps: 10_000, intervalMs: 20 }));
-    await dropped.next();
-    await dropped.next();
-    dropped.abort();
-    const resumed = await s.get(dropped.lastEventId);
-    await resumed.next();
-    await resumed.next();
+    const { s, standalone, running, resumed } = await openThreeStreams(sut.url, 20);
 
     expect((await s.del()).status).toBe(200);
     for (const stream of [standalone, running, resumed]) {
@@ -255,19 +243,7 @@ describe.each(inProcessAdapters)('shutdown and resume races: $name', (adapter) =
   it('handler.close() ends every open stream with a retry hint and nothing half-written; the HTTP server then closes by itself; later requests get 503', async () => {
     const retryMs = 1234;
     sut = await adapter.start({ retryMs });
-    const s = await RawSession.open(sut.url);
-    const standalone = await s.get();
-    await standalone.next();
-    const running = await s.postSse(toolCall(2, 'long_task', { steps: 10_000, intervalMs: 5 }));
-    await running.next();
-    await running.next();
-    const dropped = await s.postSse(toolCall(3, 'long_task', { steps: 10_000, intervalMs: 5 }));
-    await dropped.next();
-    await dropped.next();
-    dropped.abort();
-    const resumed = await s.get(dropped.lastEventId);
-    await resumed.next();
-    await resumed.next();
+    const { s, standalone, running, resumed } = await openThreeStreams(sut.url, 5);
 
     const { handler, server } = sut.inProcess!;
     await handler.close();
@@ -363,3 +339,21 @@ describe.each(inProcessAdapters)('shutdown and resume races: $name', (adapter) =
     two.abort();
   });
 });
+
+/** A session with its standalone GET, a running call, and a call whose POST was cut and resumed: all three open. */
+async function openThreeStreams(url: string, intervalMs: number) {
+  const s = await RawSession.open(url);
+  const standalone = await s.get();
+  await standalone.next();
+  const running = await s.postSse(toolCall(2, 'long_task', { steps: 10_000, intervalMs }));
+  await running.next();
+  await running.next();
+  const dropped = await s.postSse(toolCall(3, 'long_task', { steps: 10_000, intervalMs }));
+  await dropped.next();
+  await dropped.next();
+  dropped.abort();
+  const resumed = await s.get(dropped.lastEventId);
+  await resumed.next();
+  await resumed.next();
+  return { s, standalone, running, resumed };
+}
