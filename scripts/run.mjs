@@ -31,11 +31,23 @@ function prepare() {
   must('npx', [...PNPM, 'build']);
 }
 
+/** The Redis tests start a real redis-server on a free port; a fresh Debian machine lacks it. */
+function ensureRedis() {
+  if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0) return;
+  if (process.getuid?.() !== 0 || spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status !== 0) {
+    console.error('✗ redis-server is missing: install Redis 7 (e.g. `sudo apt-get install -y redis-server`) and rerun');
+    process.exit(1);
+  }
+  must('apt-get', ['update']);
+  must('apt-get', ['install', '-y', 'redis-server']);
+}
+
 const task = process.argv[2];
 if (task === 'demo') {
   prepare();
   process.exit(run('node', ['scripts/demo.mjs', ...process.argv.slice(3)]));
 } else if (task === 'test') {
+  ensureRedis();
   prepare();
   must('npx', [...PNPM, 'run', 'typecheck']);
   must('npx', [...PNPM, 'run', 'lint']);
