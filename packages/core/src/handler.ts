@@ -40,6 +40,8 @@ export interface McpHandler {
   close(): Promise<void>;
   /** Open sessions. */
   readonly sessionCount: number;
+  /** Open sessions whose server is let go until their next POST (see `hibernateAfterMs`). */
+  readonly hibernatedSessionCount: number;
   readonly options: Readonly<ResolvedOptions>;
 }
 
@@ -164,12 +166,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
    */
   async function connectServer(session: Session, res: CoreResponder): Promise<boolean> {
     try {
-      const server: ConnectableServer = await opts.server({ sessionId: session.sessionId });
-      if (!server || typeof (server as { connect?: unknown }).connect !== 'function') {
-        throw new TypeError('createMcpHandler: the `server` factory must return an McpServer (or SDK Server) with connect()');
-      }
-      session.attachServer(server);
-      await server.connect(session);
+      await newServer(session, false);
       return true;
     } catch (error) {
       session.terminate(undefined);
@@ -177,6 +174,38 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       res.send(500, JSON_HEADERS, errorBody(-32603, 'Internal error: could not create the MCP server'));
       return false;
     }
+  }
+
+  async function newServer(session: Session, restoring: boolean): Promise<void> {
+    const server: ConnectableServer = await opts.server({ sessionId: session.sessionId, restoring });
+    if (!server || typeof (server as { connect?: unknown }).connect !== 'function') {
+      throw new TypeError('createMcpHandler: the `server` factory must return an McpServer (or SDK Server) with connect()');
+    }
+    session.attachServer(server);
+    await server.connect(session);
+  }
+
+  /**
+   * A hibernated session gets a new server, brought up to date, before its request goes in. If
+   * that fails the session cannot go on: it ends (500 now, 404 next, and the client re-initializes).
+   */
+  async function wake(session: Session, res: CoreResponder): Promise<boolean> {
+    session.waking ??= newServer(session, true)
+      .then(() => session.restore())
+      .finally(() => {
+        session.waking = undefined;
+      });
+    try {
+      await session.waking;
+    } catch (error) {
+      session.terminate(undefined);
+      opts.onError(asError(error, 'restoring a hibernated session failed'));
+      res.send(500, JSON_HEADERS, errorBody(-32603, 'Internal error: could not restore the MCP server of this session'));
+      return false;
+    }
+    if (!session.closed) return true;
+    fail(res, reject(404, ErrorCode.SessionNotFound, 'Session not found: it expired or was deleted; initialize a new session'));
+    return false;
   }
 
   async function post(req: CoreRequest, res: CoreResponder): Promise<void> {
@@ -200,6 +229,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     const session = found;
     const parsed = parseMessages(body, allowsBatches(versionOf(req, session)));
     if (!parsed.ok) return fail(res, parsed);
+    if (session.hibernated && !(await wake(session, res))) return;
     for (const id of parsed.requestIds) {
       if (session.isInFlight(id)) return fail(res, reject(400, ErrorCode.InvalidRequest, `Invalid Request: request id ${JSON.stringify(id)} is already in flight in this session`));
     }
@@ -497,6 +527,9 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     },
     get sessionCount() {
       return registry.size;
+    },
+    get hibernatedSessionCount() {
+      return registry.hibernatedCount;
     },
     options: opts,
   };

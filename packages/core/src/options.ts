@@ -9,6 +9,11 @@ import { LOCAL_HOSTS } from './http/rules.js';
 export interface ServerFactoryContext {
   /** The new session's id (`undefined` in stateless mode). */
   sessionId: string | undefined;
+  /**
+   * `true` when the server replaces one released by hibernation (see `hibernateAfterMs`): the
+   * session already exists, and mcp-kit replays its initialize before any request reaches it.
+   */
+  restoring: boolean;
 }
 
 /** Anything with the SDK's `connect(transport)`: an `McpServer` or a low-level `Server`. */
@@ -44,6 +49,18 @@ export interface McpHandlerOptions {
   maxStreamDurationMs?: number;
   /** A session with no request and no open stream for this long is closed. Default `30 * 60_000`. */
   sessionIdleTtlMs?: number;
+  /**
+   * Lets go of the `McpServer` of a session that has been idle this long (no request in flight, no
+   * server request awaiting the client, no response stream open) and builds a new one from the
+   * `server` factory on the session's next POST, replaying the client's `initialize` and its last
+   * `logging/setLevel` to it. A hibernated session keeps its id, its stored events and any open GET
+   * stream, and costs a few KiB instead of a whole server. Only for servers that keep no
+   * per-session state of their own (everything else lives outside, keyed by `sessionId`) and send
+   * nothing unprompted: a hibernated session has no server to send from. The old server's
+   * `onclose` runs when it is let go. `0` hibernates at the first sweep after a session goes idle.
+   * Default: off.
+   */
+  hibernateAfterMs?: number;
   /** Most sessions at once; initialize beyond it gets 503 with `Retry-After`. Default `10_000`. */
   maxSessions?: number;
   /** Largest accepted POST body, in bytes. Default `4 * 1024 * 1024`. */
@@ -89,6 +106,7 @@ export interface ResolvedOptions {
   keepAliveMs: number;
   maxStreamDurationMs: number | undefined;
   sessionIdleTtlMs: number;
+  hibernateAfterMs: number | undefined;
   maxSessions: number;
   maxBodyBytes: number;
   maxBufferedBytes: number;
@@ -115,6 +133,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     keepAliveMs: nonNegative(options.keepAliveMs ?? 15_000, 'keepAliveMs'),
     maxStreamDurationMs: options.maxStreamDurationMs === undefined ? undefined : positive(options.maxStreamDurationMs, 'maxStreamDurationMs'),
     sessionIdleTtlMs: positive(options.sessionIdleTtlMs ?? 30 * 60_000, 'sessionIdleTtlMs'),
+    hibernateAfterMs: options.hibernateAfterMs === undefined ? undefined : nonNegative(options.hibernateAfterMs, 'hibernateAfterMs'),
     maxSessions: positive(options.maxSessions ?? 10_000, 'maxSessions'),
     maxBodyBytes: positive(options.maxBodyBytes ?? 4 * 1024 * 1024, 'maxBodyBytes'),
     maxBufferedBytes: positive(options.maxBufferedBytes ?? 4 * 1024 * 1024, 'maxBufferedBytes'),

@@ -19,6 +19,7 @@ describe('resolveOptions: defaults', () => {
     expect(o.jsonResponse).toBe(false);
     expect(o.keepAliveMs).toBe(15_000);
     expect(o.maxStreamDurationMs).toBeUndefined();
+    expect(o.hibernateAfterMs).toBeUndefined();
     expect(o.sessionIdleTtlMs).toBe(30 * 60_000);
     expect(o.maxSessions).toBe(10_000);
     expect(o.maxBodyBytes).toBe(4 * 1024 * 1024);
@@ -58,6 +59,7 @@ describe('resolveOptions: given values', () => {
       jsonResponse: true,
       maxStreamDurationMs: 25_000,
       sessionIdleTtlMs: 1,
+      hibernateAfterMs: 0,
       maxSessions: 2,
       maxBodyBytes: 3,
       maxBufferedBytes: 4,
@@ -115,7 +117,7 @@ describe('resolveOptions: errors', () => {
     expect(() => resolveOptions({ server: {} } as unknown as McpHandlerOptions)).toThrow(TypeError);
   });
 
-  const nonNegative = ['retryMs', 'keepAliveMs'] as const;
+  const nonNegative = ['retryMs', 'keepAliveMs', 'hibernateAfterMs'] as const;
   for (const name of nonNegative) {
     for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
       it(`rejects ${name} = ${bad} with a RangeError naming it`, () => {

@@ -14,13 +14,22 @@ export class SessionRegistry {
   private readonly timers: Array<ReturnType<typeof setInterval>> = [];
 
   constructor(private readonly options: ResolvedOptions) {
-    const { keepAliveMs, sessionIdleTtlMs } = options;
+    const { keepAliveMs, sessionIdleTtlMs, hibernateAfterMs } = options;
     if (keepAliveMs > 0) this.every(Math.max(50, Math.floor(keepAliveMs / 2)), () => this.keepAlive(keepAliveMs));
-    this.every(Math.min(60_000, Math.max(100, Math.floor(sessionIdleTtlMs / 4))), () => this.sweep());
+    let sweepMs = Math.min(60_000, Math.max(100, Math.floor(sessionIdleTtlMs / 4)));
+    if (hibernateAfterMs !== undefined) sweepMs = Math.min(sweepMs, Math.max(100, Math.floor(hibernateAfterMs / 2)));
+    this.every(sweepMs, () => this.sweep());
   }
 
   get size(): number {
     return this.sessions.size;
+  }
+
+  /** Sessions whose server is let go (see `hibernateAfterMs`). */
+  get hibernatedCount(): number {
+    let n = 0;
+    for (const session of this.sessions.values()) if (session.hibernated) n++;
+    return n;
   }
 
   get full(): boolean {
@@ -42,11 +51,17 @@ export class SessionRegistry {
     return this.sessions.get(sessionId);
   }
 
-  /** Closes sessions idle past the TTL: no request and no open connection for that long. */
+  /**
+   * Closes sessions idle past the TTL (no request and no open connection for that long) and
+   * hibernates those idle past `hibernateAfterMs` (an open GET stream does not count there).
+   */
   sweep(now: number = Date.now()): void {
     const cutoff = now - this.options.sessionIdleTtlMs;
+    const { hibernateAfterMs } = this.options;
+    const sleepBefore = hibernateAfterMs === undefined ? undefined : now - hibernateAfterMs;
     for (const session of this.sessions.values()) {
       if (session.openConnections === 0 && session.lastActive < cutoff) this.expire(session, now);
+      else if (sleepBefore !== undefined && session.lastActive <= sleepBefore && !session.hibernated) session.hibernate();
     }
     this.options.eventStore.sweep?.(now);
   }

@@ -1,6 +1,6 @@
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, JSONRPCRequest, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { eventId, randomId } from '../events/ids.js';
 import type { StreamKey } from '../events/store.js';
 import type { ResolvedOptions } from '../options.js';
@@ -10,6 +10,9 @@ import { Stream } from '../streams/stream.js';
 import type { HeaderMap } from '../http/rules.js';
 
 const RESOLVED: Promise<void> = Promise.resolve();
+
+/** Ids of the requests a session sends its own server to restore it; no client id starts with NUL. */
+const RESTORE_ID_PREFIX = '\u0000mcp-kit:restore:';
 
 /** Per-connection context the core passes in from the HTTP layer. */
 export interface Inbound {
@@ -42,6 +45,20 @@ export class Session implements Transport {
   private standalone: Stream | undefined;
   private server: { close(): Promise<void> } | undefined;
 
+  // --- Hibernation: the server of an idle session is let go and rebuilt on its next POST -----
+  /** The session's server was released; {@link restore} connects a new one. */
+  hibernated = false;
+  /** A restore in progress, shared by the requests that arrive during it. */
+  waking: Promise<void> | undefined;
+  /** The client's initialize request and its last `logging/setLevel`: replayed to a new server. */
+  private initializeRequest: JSONRPCRequest | undefined;
+  private loggingLevel: JSONRPCRequest['params'] | undefined;
+  /** Requests the server sent the client that are not answered yet (sampling, elicitation...). */
+  private readonly awaitingClient = new Set<RequestId>();
+  /** Answers due from the server to the restore requests. */
+  private readonly restoring = new Map<RequestId, (error: string | undefined) => void>();
+  private restoreSeq = 0;
+
   constructor(
     /** `undefined` in stateless mode. */
     readonly sessionId: string | undefined,
@@ -62,15 +79,16 @@ export class Session implements Transport {
     let responseTo: RequestId | undefined;
     if ('id' in message && !('method' in message)) {
       responseTo = message.id as RequestId;
+      if (this.restoring.size > 0 && this.restoring.has(responseTo)) return this.restored(message);
       stream = this.byRequest.get(responseTo);
       if (stream && 'result' in message && this.protocolVersion === undefined) {
         const version = (message.result as { protocolVersion?: unknown }).protocolVersion;
         if (typeof version === 'string') this.protocolVersion = version;
       }
-    } else if (options?.relatedRequestId !== undefined) {
-      stream = this.byRequest.get(options.relatedRequestId);
     } else {
-      stream = this.standalone;
+      if ('id' in message) this.awaitingClient.add(message.id as RequestId);
+      else if ('method' in message && message.method === 'notifications/cancelled') this.awaitingClient.delete((message.params as { requestId?: RequestId } | undefined)?.requestId as RequestId);
+      stream = options?.relatedRequestId !== undefined ? this.byRequest.get(options.relatedRequestId) : this.standalone;
     }
     // Nowhere to deliver: a request that already got its answer, or no GET stream ever opened.
     if (!stream) return RESOLVED;
@@ -78,6 +96,7 @@ export class Session implements Transport {
   }
 
   async close(): Promise<void> {
+    if (this.hibernated && !this.closed) return this.detach();
     this.terminate(undefined);
   }
 
@@ -173,6 +192,10 @@ export class Session implements Transport {
         const id = message.id as RequestId;
         extra.closeSSEStream = ((retryMs?: number) => this.closeRequestStream(id, retryMs)) as () => void;
         extra.closeStandaloneSSEStream = ((retryMs?: number) => this.closeStandalone(retryMs)) as () => void;
+        if (message.method === 'initialize') this.initializeRequest ??= message;
+        else if (message.method === 'logging/setLevel') this.loggingLevel = message.params;
+      } else if ('id' in message && this.awaitingClient.size > 0) {
+        this.awaitingClient.delete(message.id as RequestId);
       }
       this.onmessage?.(message, extra);
       if ('method' in message && message.method === 'notifications/cancelled' && !('id' in message)) {
@@ -226,6 +249,66 @@ export class Session implements Transport {
       .catch((error: unknown) => this.options.onError(asError(error, 'event store closeTails failed')));
   }
 
+  /**
+   * Nothing would be lost by letting the server go: no request is in flight either way and no
+   * stream is mid-response. An open standalone GET stream stays open; it just has no server behind it.
+   */
+  get canHibernate(): boolean {
+    if (this.closed || this.hibernated || this.waking || !this.server || !this.initializeRequest) return false;
+    if (this.awaitingClient.size > 0 || this.byRequest.size > 0) return false;
+    for (const stream of this.streams.values()) if (stream.kind === 'request' || stream.tail) return false;
+    return true;
+  }
+
+  /** Closes the session's server (its `onclose` runs) and keeps what {@link restore} needs. */
+  hibernate(): boolean {
+    if (!this.canHibernate) return false;
+    this.hibernated = true;
+    const server = this.server!;
+    this.server = undefined;
+    // Protocol.close() calls our close(), which detaches instead of ending the session.
+    server.close().catch((error: unknown) => this.options.onError(asError(error, 'closing a hibernating server failed')));
+    return true;
+  }
+
+  private detach(): void {
+    const onclose = this.onclose;
+    // A new server's connect() chains whatever handlers it finds: leave none of the old one's.
+    this.onclose = this.onerror = this.onmessage = undefined;
+    onclose?.();
+  }
+
+  /**
+   * Brings a new server (already connected to this session) to where the released one was: the
+   * client's initialize, `notifications/initialized`, and its last `logging/setLevel`.
+   */
+  async restore(): Promise<void> {
+    const init = this.initializeRequest!;
+    const failed = await this.restoreRequest('initialize', init.params);
+    if (failed !== undefined) throw new Error(`the new server refused the session's initialize: ${failed}`);
+    this.onmessage?.({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    // A server without the logging capability answers "method not found": then there is no level to restore.
+    if (this.loggingLevel !== undefined) await this.restoreRequest('logging/setLevel', this.loggingLevel);
+    this.hibernated = false;
+  }
+
+  private restoreRequest(method: string, params: JSONRPCRequest['params']): Promise<string | undefined> {
+    const id = `${RESTORE_ID_PREFIX}${++this.restoreSeq}`;
+    return new Promise((resolve) => {
+      this.restoring.set(id, resolve);
+      this.onmessage?.({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) }, {});
+    });
+  }
+
+  private restored(message: JSONRPCMessage): Promise<void> {
+    const id = (message as { id: RequestId }).id;
+    const settle = this.restoring.get(id)!;
+    this.restoring.delete(id);
+    const error = (message as { error?: { message?: unknown } }).error;
+    settle(error === undefined ? undefined : String(error.message));
+    return RESOLVED;
+  }
+
   /** Ends the session: streams, stored events, the server. `retryMs` tells clients to come back (shutdown). */
   terminate(retryMs: number | undefined): void {
     if (this.closed) return;
@@ -234,6 +317,8 @@ export class Session implements Transport {
     this.streams.clear();
     this.byRequest.clear();
     this.standalone = undefined;
+    for (const settle of this.restoring.values()) settle('the session ended');
+    this.restoring.clear();
     this.onTerminated(this);
     const server = this.server;
     this.server = undefined;
