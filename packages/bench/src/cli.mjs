@@ -25,7 +25,8 @@ const FULL = {
   // One burst takes ~50 ms: many runs, so the median holds still.
   burst: { events: 20_000, reps: 15, warmups: 3 },
   resume: { sizes: [10_000, 100_000, 1_000_000], samples: 50, warmups: 5, budgetMs: 30_000, minSamples: 3 },
-  memory: { sessions: 1_000, streams: 10_000 },
+  // settleMs: V8 hands freed heap pages back only after some idle seconds; read RSS after that.
+  memory: { sessions: 1_000, streams: 10_000, settleMs: 10_000 },
   polling: { clients: 16, steps: 2_000, intervalMs: 1, closeEvery: 1, retryMs: 0 },
 };
 
@@ -34,7 +35,7 @@ const SHORT = {
   throughput: { sessions: 16, inFlight: 64, warmupMs: 300, durationMs: 1_000 },
   burst: { events: 2_000, reps: 2, warmups: 1 },
   resume: { sizes: [10_000], samples: 10, warmups: 2, budgetMs: 5_000, minSamples: 3 },
-  memory: { sessions: 100, streams: 200 },
+  memory: { sessions: 100, streams: 200, settleMs: 0 },
   polling: { clients: 4, steps: 200, intervalMs: 1, closeEvery: 1, retryMs: 0 },
 };
 
@@ -123,6 +124,7 @@ async function main() {
     run.results[workload.name] = {};
     for (const server of servers) {
       if (server.floor && !workload.floors) continue;
+      if (server.only && !server.only.includes(workload.name)) continue;
       const env = { ...workload.env };
       if (args.cpuProf) env.NODE_FLAGS = ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${workload.name}-${server.name}-${Date.now()}.cpuprofile`];
       process.stdout.write(`  ${workload.name.padEnd(10)} ${server.name.padEnd(12)} `);

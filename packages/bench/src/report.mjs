@@ -1,7 +1,7 @@
 // Tables (markdown, readable in a terminal too), the targets of issue 5, and docs/benchmarks.md.
 import { SERVERS } from './servers/spawn.mjs';
 
-const KIT = ['kit-express', 'kit-koa', 'kit-next'];
+const KIT = ['kit-express', 'kit-koa', 'kit-next', 'kit-express-hibernate'];
 
 function num(n) {
   if (n === undefined || n === null || Number.isNaN(n)) return '–';
@@ -254,7 +254,9 @@ export function renderLimits(run) {
   if (ref !== undefined && R.memory) {
     lines.push(
       `- **memory per session**: the session's McpServer (the fixture's tools, resources and prompts, plus \`bench_burst\`) alone holds ${num(ref / 1024)} KiB of heap, and every server here keeps one per session; ` +
-        `the SDK's session is ${num(kib(v('memory', 'sdk', 'heapPerSessionBytes')))} KiB of heap, so 1/5 of it is below what the McpServer alone needs.`,
+        `the SDK's session is ${num(kib(v('memory', 'sdk', 'heapPerSessionBytes')))} KiB of heap, so 1/5 of it is below what the McpServer alone needs. ` +
+        `Only a session without its server gets there: with \`hibernateAfterMs\` an idle session lets its McpServer go (a new one is built and re-initialized on its next POST), ` +
+        `${num(kib(v('memory', 'kit-express-hibernate', 'heapPerSessionBytes')))} KiB of heap and ${num(kib(v('memory', 'kit-express-hibernate', 'rssPerSessionBytes')))} KiB RSS per session here; it is opt-in because a server that keeps per-session state of its own, or sends unprompted, would lose that.`,
     );
     lines.push(
       `- **memory per idle GET stream**: an open response costs ${num(kib(v('memory', 'bare', 'heapPerStreamBytes')))} KiB of heap in bare node:http, ${num(kib(v('memory', 'bare-express', 'heapPerStreamBytes')))} KiB under Express and ${num(kib(v('memory', 'bare-next', 'heapPerStreamBytes')))} KiB in a Next route before any MCP state.`,
@@ -359,7 +361,10 @@ ${renderLimits(run)}
    **End to end**: from the GET leaving the client to its 100th event arriving.
 4. **memory**: from a fresh process, RSS after GC (\`--expose-gc\`, read inside the server) before
    and after ${c.memory.sessions.toLocaleString('en-US')} initialized sessions, then before and after ${c.memory.streams.toLocaleString('en-US')} idle standalone GET streams
-   (one per session, on ${c.memory.streams.toLocaleString('en-US')} sessions). Heap growth is shown beside RSS: RSS understates a stream's cost
+   (one per session, on ${c.memory.streams.toLocaleString('en-US')} sessions). Each reading before the streams open follows ${c.memory.settleMs / 1000} s of
+   idleness (V8 hands freed heap pages back to the system only after a few idle seconds); the one
+   with the streams open comes 0.5 s after the last stream opened. The row with \`hibernateAfterMs: 0\`
+   is read once every session is hibernated (mcp-kit Express with that one option changed). Heap growth is shown beside RSS: RSS understates a stream's cost
    when V8 reuses heap pages that the session set-up's garbage freed (a stream can show less RSS
    than heap growth), so a memory target counts as met only when both RSS and heap meet it.
 5. **polling**: ${c.polling.clients} SDK clients (\`StreamableHTTPClientTransport\`), each calling \`long_task\`

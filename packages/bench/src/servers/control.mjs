@@ -101,9 +101,10 @@ export function trackResumeResponse(response, start) {
 
 /**
  * Serves `/bench/*` on node:http. `fill(events)` puts that many ~100-byte events of other sessions
- * and streams into the server's event store. Returns false for any other path.
+ * and streams into the server's event store; `sessions()` (mcp-kit) adds session counts to the
+ * stats. Returns false for any other path.
  */
-export function handleControl(req, res, { fill }) {
+export function handleControl(req, res, { fill, sessions }) {
   const url = req.url ?? '';
   if (!url.startsWith('/bench/')) return false;
   const reply = (status, body) => {
@@ -113,7 +114,7 @@ export function handleControl(req, res, { fill }) {
   const { pathname, searchParams } = new URL(url, 'http://x');
   Promise.resolve()
     .then(async () => {
-      if (pathname === '/bench/stats') return reply(200, stats(!searchParams.has('nogc')));
+      if (pathname === '/bench/stats') return reply(200, { ...stats(!searchParams.has('nogc')), ...sessions?.() });
       if (pathname === '/bench/resume-timings') return reply(200, { timings: takeResumeTimings() });
       // For profiling by hand: `curl -X POST '<origin>/bench/heap-snapshot?file=/tmp/x.heapsnapshot'`.
       if (pathname === '/bench/heap-snapshot') return reply(200, { file: writeHeapSnapshot(searchParams.get('file') ?? undefined) });

@@ -6,10 +6,10 @@ import { createKitHandler } from './kit.mjs';
 import { benchEnv } from './tools.mjs';
 
 const env = benchEnv();
-const { handler, fill } = createKitHandler('bench-kit-express', env);
+const { handler, fill, sessions } = createKitHandler('bench-kit-express', env);
 const app = express();
 app.use((req, res, next) => {
-  if (handleControl(req, res, { fill })) return;
+  if (handleControl(req, res, { fill, sessions })) return;
   trackResume(req, res);
   next();
 });

@@ -6,10 +6,10 @@ import { createKitHandler } from './kit.mjs';
 import { benchEnv } from './tools.mjs';
 
 const env = benchEnv();
-const { handler, fill } = createKitHandler('bench-kit-koa', env);
+const { handler, fill, sessions } = createKitHandler('bench-kit-koa', env);
 const app = new Koa();
 app.use(async (ctx, next) => {
-  if (handleControl(ctx.req, ctx.res, { fill })) {
+  if (handleControl(ctx.req, ctx.res, { fill, sessions })) {
     ctx.respond = false;
     return;
   }

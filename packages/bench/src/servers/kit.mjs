@@ -15,8 +15,10 @@ export function createKitHandler(name, env = benchEnv()) {
     jsonResponse: env.json,
     eventStore: store,
     maxSessions: env.maxSessions,
+    hibernateAfterMs: env.hibernateAfterMs,
   });
-  return { handler, fill: (events) => fillKitStore(store, events) };
+  const sessions = () => ({ sessions: handler.sessionCount, hibernated: handler.hibernatedSessionCount });
+  return { handler, fill: (events) => fillKitStore(store, events), sessions };
 }
 
 /** Appends `events` frames of made-up sessions and streams, as the engine would have stored them. */

@@ -13,7 +13,8 @@ const NODE_FLAGS = ['--expose-gc'];
 /**
  * The servers of one run. `next` is the bench's own Next.js app (`src/servers/next`), served by
  * `next start` once `next build` has produced it. A `floor` is the bare handler on a framework:
- * what the framework itself costs, run in the throughput and burst workloads only.
+ * what the framework itself costs, run in the throughput, burst and memory workloads only. `only`
+ * limits a server to the workloads it is there for.
  */
 export const SERVERS = [
   { name: 'bare', label: 'bare node:http', script: 'bare.mjs' },
@@ -21,6 +22,8 @@ export const SERVERS = [
   { name: 'kit-express', label: 'mcp-kit Express', script: 'kit-express.mjs', floorName: 'bare-express' },
   { name: 'kit-koa', label: 'mcp-kit Koa', script: 'kit-koa.mjs' },
   { name: 'kit-next', label: 'mcp-kit Next (next start)', next: true, floorName: 'bare-next' },
+  // The same Express server with hibernation on: idle sessions let their McpServer go. Memory only.
+  { name: 'kit-express-hibernate', label: 'mcp-kit Express, hibernateAfterMs: 0', script: 'kit-express.mjs', env: { BENCH_HIBERNATE_MS: '0' }, only: ['memory'], hibernates: true },
   { name: 'bare-express', label: 'floor: bare on Express', script: 'bare.mjs', env: { BARE_FRAMEWORK: 'express' }, floor: true },
   { name: 'bare-next', label: 'floor: bare Next route', next: true, path: '/bare', floor: true },
 ];
