@@ -29,6 +29,10 @@ export interface McpRouteHandlers {
   GET: McpRouteHandler;
   POST: McpRouteHandler;
   DELETE: McpRouteHandler;
+  /** Answers `405` with a JSON-RPC error body and `Allow`; without it Next answers an empty `405`. */
+  PUT: McpRouteHandler;
+  /** As {@link McpRouteHandlers.PUT}. */
+  PATCH: McpRouteHandler;
 }
 
 /**
@@ -43,7 +47,7 @@ export interface McpRouteHandlers {
  *   server: () => buildServer(),
  *   maxStreamDurationMs: 50_000, // close streams before the platform's 60 s limit; clients resume
  * }));
- * export const { GET, POST, DELETE } = mcpNext(mcp);
+ * export const { GET, POST, DELETE, PUT, PATCH } = mcpNext(mcp);
  * export const runtime = 'nodejs';        // sessions and streams need the Node.js runtime
  * export const dynamic = 'force-dynamic'; // never prerender or cache an MCP endpoint
  */
@@ -51,7 +55,7 @@ export function mcpNext(handler: McpHandler, options: McpNextOptions = {}): McpR
   const fetchHandler = toFetchHandler(handler, options);
   // Next passes `{ params }` as the second argument; keep it away from the bridge's call context.
   const route: McpRouteHandler = (request) => fetchHandler(request);
-  return { GET: route, POST: route, DELETE: route };
+  return { GET: route, POST: route, DELETE: route, PUT: route, PATCH: route };
 }
 
 /**

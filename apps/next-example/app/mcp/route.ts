@@ -19,7 +19,7 @@ const mcp = getOrCreate('next-example', () =>
   }),
 );
 
-export const { GET, POST, DELETE } = mcpNext(mcp);
+export const { GET, POST, DELETE, PUT, PATCH } = mcpNext(mcp);
 
 // Sessions and SSE streams live in the Node.js server process; the edge runtime has neither.
 export const runtime = 'nodejs';
