@@ -382,14 +382,35 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       if (complete || (active && active.seq <= last) || round >= 4) break;
     }
     const conn = session.newConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': sessionId }));
-    const active = session.activeStream(cursor.streamId);
+    let active = session.activeStream(cursor.streamId);
     const closable = active ? active.closable : modern;
     if (closable) session.prime(cursor.streamId, cursor.seq, conn, active?.retryMs ?? opts.retryMs);
-    for (const frame of frames) conn.write(frame);
-    if (complete || !active || session.closed) {
-      conn.end();
-      return;
+    // A slow reader makes the replay wait, and the stream may go on (or finish) meanwhile: catch up
+    // from the store until nothing is missing, then go live.
+    await conn.replay(frames);
+    while (!complete && !conn.closed && !session.closed) {
+      active = session.activeStream(cursor.streamId);
+      if (active && active.seq <= last) break;
+      let more: ReplayResult;
+      try {
+        more = await opts.eventStore.replayAfter(sessionId, cursor.streamId, last);
+      } catch (error) {
+        opts.onError(asError(error, 'event store replay failed'));
+        return conn.end(opts.retryMs);
+      }
+      // Evicted while the client read: it comes back with its last id and hears 410.
+      if (!more.ok) return conn.end(opts.retryMs);
+      const progressed = more.lastSeq > last;
+      last = more.lastSeq;
+      complete = more.complete;
+      await conn.replay(more.frames);
+      // Gone from the session with nothing more stored (deleted, or dropped): nothing to wait for.
+      if (!progressed && !active) break;
     }
+    active = session.activeStream(cursor.streamId);
+    if (conn.closed) return;
+    if (session.closed) return conn.end(closing ? opts.retryMs : undefined);
+    if (complete || !active) return conn.end();
     conn.skipThrough = last;
     session.attach(active, conn);
   }
@@ -442,7 +463,6 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       }
     }
     const live = new SseConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': session.id }), opts.maxBufferedBytes, (c) => c.end(opts.retryMs), Date.now());
-    conn = live;
     registry.live.add(live);
     const timers: Array<ReturnType<typeof setTimeout>> = [];
     live.onClose(() => {
@@ -451,7 +471,9 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       for (const t of timers) clearTimeout(t);
     });
     if (modern) live.write(primingEvent(eventId(cursor.streamId, cursor.seq), opts.retryMs));
-    for (const frame of result.frames) live.write(frame);
+    // What the tail delivers while a slow reader holds the replay up waits in `early`.
+    await live.replay(result.frames);
+    conn = live;
     live.skipThrough = result.lastSeq;
     // Without a live tail the client polls: it comes back after the retry hint for the rest.
     if (result.complete || !subscription) return live.end(result.complete ? undefined : opts.retryMs);

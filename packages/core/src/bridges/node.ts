@@ -114,6 +114,12 @@ export function nodeResponder(res: ServerResponse): CoreResponder {
           if (res.closed || res.destroyed) listener();
           else res.once('close', listener);
         },
+        onDrain(listener) {
+          // What waits for the end of the turn goes to the socket now, so 'drain' can follow it.
+          if (pending !== '') send();
+          if (res.writableNeedDrain) res.once('drain', listener);
+          else setImmediate(listener);
+        },
       };
     },
   };

@@ -76,6 +76,8 @@ function webResponder(resolve: (response: Response) => void, signal: AbortSignal
     stream(headers): SseSink {
       let controller!: ReadableStreamDefaultController<Uint8Array>;
       let closed = false;
+      /** Waits for the reader to take everything queued (see onDrain). */
+      let drainListener: (() => void) | undefined;
       const listeners: Array<() => void> = [];
       const markClosed = () => {
         if (closed) return;
@@ -98,6 +100,12 @@ function webResponder(resolve: (response: Response) => void, signal: AbortSignal
         {
           start(c) {
             controller = c;
+          },
+          // With a high-water mark of 0 the stream pulls when the reader asks and nothing is queued.
+          pull() {
+            const listener = drainListener;
+            drainListener = undefined;
+            listener?.();
           },
           cancel: markClosed,
         },
@@ -147,6 +155,11 @@ function webResponder(resolve: (response: Response) => void, signal: AbortSignal
         onClose(listener) {
           if (closed) listener();
           else listeners.push(listener);
+        },
+        onDrain(listener) {
+          send();
+          if (closed || (controller.desiredSize ?? 0) >= 0) later(listener);
+          else drainListener = listener;
         },
       };
     },

@@ -44,4 +44,10 @@ export interface SseSink {
   readonly bufferedBytes: number;
   /** Called once when the peer goes away or the stream ends. */
   onClose(listener: () => void): void;
+  /**
+   * Calls `listener` once the peer has taken what the sink holds (sends what it batches first).
+   * Lets a replay wait for a slow reader instead of hanging up on it; a sink without it makes a
+   * backlog larger than `maxBufferedBytes` come back over several connections.
+   */
+  onDrain?(listener: () => void): void;
 }

@@ -12,6 +12,8 @@ export class SseConnection {
   /** Frames up to this sequence number came with a replay; live copies of them are skipped. */
   skipThrough = 0;
   private readonly closeListeners: Array<() => void> = [];
+  /** A replay waiting for the sink to drain; closing wakes it too. */
+  private wakeReplay: (() => void) | undefined;
 
   constructor(
     private readonly sink: SseSink,
@@ -31,6 +33,28 @@ export class SseConnection {
     // A client that stops reading must not grow our memory: past the mark, hang up and let it
     // resume from the store (every frame was stored before it was written).
     if (this.sink.bufferedBytes > this.maxBufferedBytes) this.onOverflow(this);
+  }
+
+  /**
+   * Writes replayed frames no faster than the client takes them: where a frame would push what the
+   * connection holds past `maxBufferedBytes`, it waits for the sink to drain instead of hanging
+   * up, so a backlog of any size comes back on one connection. Resolves when all are written or
+   * the connection closed.
+   */
+  async replay(frames: readonly string[]): Promise<void> {
+    const sink = this.sink;
+    for (const frame of frames) {
+      if (this.closed) return;
+      if (sink.onDrain && sink.bufferedBytes > 0 && sink.bufferedBytes + frame.length > this.maxBufferedBytes) {
+        await new Promise<void>((resolve) => {
+          this.wakeReplay = resolve;
+          sink.onDrain!(resolve);
+        });
+        this.wakeReplay = undefined;
+        if (this.closed) return;
+      }
+      this.write(frame);
+    }
   }
 
   keepAlive(now: number, idleMs: number): void {
@@ -55,6 +79,7 @@ export class SseConnection {
   private markClosed(): void {
     if (this.closed) return;
     this.closed = true;
+    this.wakeReplay?.();
     for (const l of this.closeListeners) l();
     this.closeListeners.length = 0;
   }
