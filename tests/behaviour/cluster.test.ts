@@ -34,7 +34,7 @@ class SharedStore {
       subscribes: 0,
       createStream: (key) => shared.memory.createStream(key),
       append: (key, seq, frame, final) => shared.append(key, seq, frame, final),
-      replayAfter: (sessionId, streamId, afterSeq) => shared.memory.replayAfter(sessionId, streamId, afterSeq),
+      replayAfter: (sessionId, streamId, afterSeq) => shared.replayAfter(sessionId, streamId, afterSeq),
       deleteSession: (sessionId) => shared.deleteSession(sessionId),
       closeTails: (key, afterSeq, retryMs) => shared.closeTails(key, afterSeq, retryMs),
     };
@@ -67,7 +67,17 @@ class SharedStore {
     return { cancel: () => set.delete(tail) };
   }
 
+  /** The retry of each stream's last close, as the Redis store keeps it. */
+  private readonly retries = new Map<string, number>();
+
+  private replayAfter(sessionId: string, streamId: string, afterSeq: number) {
+    const result = this.memory.replayAfter(sessionId, streamId, afterSeq);
+    const retryMs = this.retries.get(streamId);
+    return result.ok && retryMs !== undefined ? { ...result, retryMs } : result;
+  }
+
   private closeTails(key: StreamKey, afterSeq: number, retryMs: number): void {
+    this.retries.set(key.streamId, retryMs);
     for (const tail of [...(this.tails.get(key.streamId) ?? [])]) {
       if (afterSeq <= tail.start || tail.next - 1 < afterSeq) continue;
       this.tails.get(key.streamId)?.delete(tail);
@@ -309,7 +319,7 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
     expect(JSON.parse(messages.at(-1)!.data as string).result.content).toEqual([{ type: 'text', text: 'completed 25 steps' }]);
   });
 
-  it('without EventStore.subscribe, a resume on the other instance replays what is stored and ends with the retry hint', async () => {
+  it('without EventStore.subscribe, a resume on the other instance replays what is stored and ends with the retry hint the tool last set', async () => {
     p = await pair(adapter, { subscribe: false });
     const { headers } = await openSession(http(p.a.url));
     const call = await http(p.a.url).postSse(callTool(7, 'long_task', { steps: 6, intervalMs: 30, closeEvery: 2, retryMs: 20 }), headers);
@@ -318,10 +328,11 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
     const resumed = await http(p.b.url).getSse({ ...headers, 'last-event-id': priming.id as string });
     await resumed.ended_();
     const blocks = resumed.blocks;
-    expect(blocks[0]).toMatchObject({ id: priming.id, retry: 30, data: '' });
+    // The tool's closeSSEStream asked for 20 ms (the handler's is 30): B primes and ends with it, as A would.
+    expect(blocks[0]).toMatchObject({ id: priming.id, retry: 20, data: '' });
     const steps = blocks.filter((b) => b.data).map((b) => JSON.parse(b.data as string).params?.data?.step);
     expect(steps.length).toBeGreaterThanOrEqual(2);
     expect(steps).toEqual(Array.from({ length: steps.length }, (_, i) => i + 1));
-    expect(blocks.at(-1)).toMatchObject({ retry: 30 });
+    expect(blocks.at(-1)).toMatchObject({ retry: 20 });
   });
 });

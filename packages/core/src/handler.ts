@@ -432,6 +432,8 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       return fail(res, unavailable('the event store'));
     }
     if (!result.ok) return fail(res, replayRejection(result.reason));
+    // The pace the tool last set (closeSSEStream), where the store keeps it; else the handler's.
+    const retryMs = result.retryMs ?? opts.retryMs;
     let conn: SseConnection | undefined;
     // Frames the subscription delivers before the response exists; at most one store round trip's worth.
     const early: Array<[frame: string, seq: number, final: boolean]> = [];
@@ -446,13 +448,13 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
         },
         end(reason) {
           // A deleted session ends like a local one; a broken tail asks the client to come back.
-          const retryMs = reason === 'error' ? opts.retryMs : undefined;
-          if (!conn) ended = { retryMs };
-          else conn.end(retryMs);
+          const hint = reason === 'error' ? retryMs : undefined;
+          if (!conn) ended = { retryMs: hint };
+          else conn.end(hint);
         },
-        closed(retryMs) {
-          if (!conn) ended = { retryMs };
-          else conn.end(retryMs);
+        closed(closeRetryMs) {
+          if (!conn) ended = { retryMs: closeRetryMs };
+          else conn.end(closeRetryMs);
         },
       };
       try {
@@ -462,7 +464,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
         return fail(res, unavailable('the event store'));
       }
     }
-    const live = new SseConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': session.id }), opts.maxBufferedBytes, (c) => c.end(opts.retryMs), Date.now());
+    const live = new SseConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': session.id }), opts.maxBufferedBytes, (c) => c.end(retryMs), Date.now());
     registry.live.add(live);
     const timers: Array<ReturnType<typeof setTimeout>> = [];
     live.onClose(() => {
@@ -470,13 +472,13 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       subscription?.cancel();
       for (const t of timers) clearTimeout(t);
     });
-    if (modern) live.write(primingEvent(eventId(cursor.streamId, cursor.seq), opts.retryMs));
+    if (modern) live.write(primingEvent(eventId(cursor.streamId, cursor.seq), retryMs));
     // What the tail delivers while a slow reader holds the replay up waits in `early`.
     await live.replay(result.frames);
     conn = live;
     live.skipThrough = result.lastSeq;
     // Without a live tail the client polls: it comes back after the retry hint for the rest.
-    if (result.complete || !subscription) return live.end(result.complete ? undefined : opts.retryMs);
+    if (result.complete || !subscription) return live.end(result.complete ? undefined : retryMs);
     for (const [frame, seq, final] of early) {
       live.write(frame, seq);
       if (final) live.end();
@@ -497,7 +499,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       touch();
       cluster.lookupOwner(session.id).then(
         (owner) => {
-          if (!owner || owner.self) live.end(opts.retryMs);
+          if (!owner || owner.self) live.end(retryMs);
         },
         () => {}, // a directory hiccup is not a verdict; the next check decides
       );
@@ -505,7 +507,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     check.unref?.();
     timers.push(check);
     if (opts.maxStreamDurationMs !== undefined && modern) {
-      timers.push(setTimeout(() => live.end(opts.retryMs), opts.maxStreamDurationMs));
+      timers.push(setTimeout(() => live.end(retryMs), opts.maxStreamDurationMs));
     }
   }
 

@@ -54,8 +54,8 @@ return 1`,
   2,
 );
 
-// KEYS: stream. ARGV: afterSeq, id of the first entry to return.
-// Returns {0} unknown, {1} evicted, or {2, lastSeq, complete, frames...}.
+// KEYS: stream, its retry key. ARGV: afterSeq, id of the first entry to return.
+// Returns {0} unknown, {1} evicted, or {2, lastSeq, complete, retry or -1, frames...}.
 const REPLAY = new LuaScript(
   `local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 if #last == 0 then return {0} end
@@ -67,11 +67,21 @@ local after = tonumber(ARGV[1])
 if after > lastSeq then return {0} end
 local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
 if tonumber(string.match(first[1][1], '^(%d+)')) > after + 1 then return {1} end
-local out = {2, lastSeq, complete}
+local retry = tonumber(redis.call('GET', KEYS[2]) or '-1')
+local out = {2, lastSeq, complete, retry}
 local entries = redis.call('XRANGE', KEYS[1], ARGV[2], '+')
-for i = 1, #entries do out[i + 3] = entries[i][2][2] end
+for i = 1, #entries do out[i + 4] = entries[i][2][2] end
 return out`,
-  1,
+  2,
+);
+
+// KEYS: stream, its retry key. ARGV: afterSeq, retryMs, ttl.
+// Keeps the close's retry for resumes on any instance, and tells the live tails to end.
+const CLOSE = new LuaScript(
+  `redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+redis.call('PUBLISH', KEYS[1], ARGV[1] .. ' c ' .. ARGV[2])
+return 1`,
+  2,
 );
 
 // KEYS: session index. ARGV: stream key prefix of the session.
@@ -80,7 +90,7 @@ const DELETE = new LuaScript(
   `local ids = redis.call('SMEMBERS', KEYS[1])
 for i = 1, #ids do
   local key = ARGV[1] .. ids[i]
-  redis.call('DEL', key)
+  redis.call('DEL', key, key .. ':retry')
   redis.call('PUBLISH', key, '0 d')
 end
 redis.call('DEL', KEYS[1])
@@ -146,15 +156,22 @@ export class RedisEventStore implements EventStore {
 
   async replayAfter(sessionId: string, streamId: string, afterSeq: number): Promise<ReplayResult> {
     if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) return { ok: false, reason: 'unknown' };
-    const reply = (await REPLAY.run(this.client, [this.streamKey({ sessionId, streamId }), afterSeq, `${afterSeq + 1}-0`])) as [number, ...unknown[]];
+    const stream = this.streamKey({ sessionId, streamId });
+    const reply = (await REPLAY.run(this.client, [stream, `${stream}:retry`, afterSeq, `${afterSeq + 1}-0`])) as [number, ...unknown[]];
     if (reply[0] === 0) return { ok: false, reason: 'unknown' };
     if (reply[0] === 1) return { ok: false, reason: 'evicted' };
-    return { ok: true, lastSeq: reply[1] as number, complete: reply[2] === 1, frames: reply.slice(3) as string[] };
+    const retry = reply[3] as number;
+    const result: ReplayResult = { ok: true, lastSeq: reply[1] as number, complete: reply[2] === 1, frames: reply.slice(4) as string[] };
+    if (retry >= 0) result.retryMs = retry;
+    return result;
   }
 
-  /** Publishes the owner's `closeSSEStream` to the stream's live tails on every instance. */
+  /**
+   * The owner's `closeSSEStream`: keeps its retry hint (`<stream key>:retry`, for `streamTtlMs`)
+   * so a resume on any instance primes with it, and tells the stream's live tails to end with it.
+   */
   async closeTails(key: StreamKey, afterSeq: number, retryMs: number): Promise<void> {
-    await this.client.publish(this.streamKey(key), `${afterSeq} c ${retryMs}`);
+    await CLOSE.run(this.client, [this.streamKey(key), `${this.streamKey(key)}:retry`, afterSeq, retryMs, this.streamTtlMs]);
   }
 
   async deleteSession(sessionId: string): Promise<void> {

@@ -55,6 +55,24 @@ describe('RedisEventStore: keys, limits and failures', () => {
     expect(await admin.pttl(`kt:{${A.sessionId}}`)).toBeGreaterThan(50_000);
   });
 
+  it("keeps the retry of a stream's last closeTails for replays on any instance, and drops it with the session", async () => {
+    const store = await makeStore({ streamTtlMs: 60_000, keyPrefix: 'rt:' });
+    const other = await makeStore({ streamTtlMs: 60_000, keyPrefix: 'rt:' });
+    const A = key('retry');
+    await store.createStream(A);
+    await store.append(A, 1, frame(A, 1), false);
+    // No close yet: nothing to say, the handler's own retry applies.
+    expect(await other.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: [frame(A, 1)], lastSeq: 1, complete: false });
+    await store.closeTails(A, 1, 2_500);
+    await store.closeTails(A, 1, 750);
+    expect(await other.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: [frame(A, 1)], lastSeq: 1, complete: false, retryMs: 750 });
+    const retryKey = `rt:{${A.sessionId}}:${A.streamId}:retry`;
+    expect(await admin.pttl(retryKey)).toBeGreaterThan(50_000);
+    await store.deleteSession(A.sessionId);
+    expect(await admin.exists(retryKey)).toBe(0);
+    expect(await other.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: false, reason: 'unknown' });
+  });
+
   it('a stream expires streamTtlMs after its last append: its cursors become unknown', async () => {
     const store = await makeStore({ streamTtlMs: 150 });
     const A = key('ttl');

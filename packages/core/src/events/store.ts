@@ -79,6 +79,11 @@ export type ReplayResult =
       lastSeq: number;
       /** True when the stream's final frame has been stored (it may be in `frames` or before). */
       complete: boolean;
+      /**
+       * The retry hint of the stream's last {@link EventStore.closeTails}, if the store keeps it: a
+       * resume on another instance primes with it, so the pace a tool set sticks there too.
+       */
+      retryMs?: number;
     }
   | {
       ok: false;
