@@ -27,7 +27,8 @@ export interface McpKoaOptions {
  * A body that a parser such as `@koa/bodyparser` read before it (`ctx.request.body`) is used as is;
  * without a parser the body is read here, up to `maxBodyBytes`. The response, SSE streams
  * included, is written straight to `ctx.res` (Koa's `ctx.respond` is turned off for it). Protocol
- * errors are answered here with a JSON-RPC error and never reach `app.on('error')`; only
+ * errors are answered here with a JSON-RPC error and never reach `app.on('error')`, nor does a
+ * client that resets or breaks its connection after the response started (it resumes); only
  * unexpected failures are thrown to Koa's error handling.
  *
  * @example
@@ -46,6 +47,14 @@ export function mcpKoa(handler: McpHandler, options: McpKoaOptions = {}): Middle
     const respond = ctx.respond;
     // Koa must not write its own response (a 404 or an empty body) over the one the bridge writes.
     ctx.respond = false;
+    // Koa reports any socket error of the response (on-finished) to app.on('error'), whose default
+    // prints a stack. Once the bridge has answered, a reset or broken pipe is only the client
+    // leaving (it resumes with Last-Event-ID), not the application's failure.
+    const onerror = ctx.onerror;
+    ctx.onerror = (error) => {
+      if (ctx.res.headersSent && isDisconnect(error)) return;
+      onerror.call(ctx, error);
+    };
     try {
       await handleNodeRequest(handler, ctx.req, ctx.res, {
         parsedBody: request.body,
@@ -59,6 +68,13 @@ export function mcpKoa(handler: McpHandler, options: McpKoaOptions = {}): Middle
       throw error;
     }
   };
+}
+
+const DISCONNECT_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_DESTROYED']);
+
+function isDisconnect(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' && DISCONNECT_CODES.has(code);
 }
 
 function trimSlash(path: string): string {

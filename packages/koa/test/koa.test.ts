@@ -5,7 +5,7 @@
  * behaviour suite that runs against every adapter.
  */
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect as connectTcp, type AddressInfo } from 'node:net';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import Koa from 'koa';
@@ -239,6 +239,40 @@ describe('errors', () => {
     expect(wrongMethod.status).toBe(405);
 
     expect(appErrors).toEqual([]);
+    expect(coreErrors).toEqual([]);
+  });
+
+  it('keeps a client that resets its SSE connection away from app.on("error"): it left, it will resume', async () => {
+    const { origin, appErrors, coreErrors } = await start((app, mcp) => app.use(mcpKoa(mcp, { path: '/mcp' })));
+    const init = await post(`${origin}/mcp`, INITIALIZE);
+    const sessionId = init.headers.get('mcp-session-id') as string;
+    await init.text();
+    const { port } = new URL(origin);
+    // Three standalone-stream GETs of the session, one after the other, each cut with a TCP RST
+    // (what a killed client or a proxy's abort looks like) once the stream is open.
+    for (let i = 0; i < 3; i++) {
+      const socket = connectTcp(Number(port), "127.0.0.1");
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      socket.write(
+        `GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: text/event-stream\r\nMcp-Session-Id: ${sessionId}\r\nMcp-Protocol-Version: 2025-11-25\r\n\r\n`,
+      );
+      let head = '';
+      await new Promise<void>((resolve) =>
+        socket.on('data', (chunk: Buffer) => {
+          head += chunk.toString('latin1');
+          if (head.includes('\r\n\r\nid: ') || head.includes('data:')) resolve();
+        }),
+      );
+      expect(head.startsWith('HTTP/1.1 200')).toBe(true);
+      socket.resetAndDestroy();
+      await closed;
+    }
+    // The session still serves, and nothing was reported as an application error.
+    const list = await post(`${origin}/mcp`, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' });
+    expect(list.status).toBe(200);
+    expect((await sseMessages(list)).length).toBe(1);
+    expect(appErrors.map((e) => `${(e as { code?: string }).code}: ${e.message}`)).toEqual([]);
     expect(coreErrors).toEqual([]);
   });
 
