@@ -66,9 +66,11 @@ if (task === 'demo') {
   // The benchmark is not a test: CI only checks that its short mode still runs end to end.
   if (run('npx', [...PNPM, 'run', 'bench', '--short']) === 0) passed++;
   else failed++;
+  // Each example app, and the settings of an app worth its own run (`env`).
   const apps = JSON.parse(readFileSync(join(root, 'scripts', 'conformance-apps.json'), 'utf8'));
-  for (const app of apps) {
-    if (run('node', ['scripts/conformance.mjs', app]) === 0) passed++;
+  for (const { app, env = {} } of apps) {
+    if (Object.keys(env).length > 0) console.log(`\nconformance of ${app} with ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    if (run('node', ['scripts/conformance.mjs', app], { env: { ...process.env, ...env } }) === 0) passed++;
     else failed++;
   }
   console.log(`\ntests: ${passed} passed, ${failed} failed`);

@@ -26,6 +26,8 @@ const mcp = createMcpHandler({
   retryMs: Number(process.env.RETRY_MS ?? 1000),
   // The conformance suite never DELETEs its sessions; don't keep them around for long.
   sessionIdleTtlMs: Number(process.env.SESSION_TTL_MS ?? 5 * 60_000),
+  // HIBERNATE_MS=0 lets idle sessions' servers go at once (see hibernateAfterMs); off by default.
+  hibernateAfterMs: process.env.HIBERNATE_MS ? Number(process.env.HIBERNATE_MS) : undefined,
   ...scaleOut,
 });
 
