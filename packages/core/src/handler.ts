@@ -62,8 +62,9 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     responder.send(r.status, r.headers ? { ...JSON_HEADERS, ...r.headers } : JSON_HEADERS, errorBody(r.code, r.message));
   }
 
+  /** A CoreRequest carries everything a session passes on to handlers: no copy per request. */
   function inboundOf(req: CoreRequest): Inbound {
-    return { headers: req.headers, url: req.url, authInfo: req.authInfo };
+    return req;
   }
 
   /** Finds the session a request names; rejects a missing, unknown or foreign one. */
@@ -273,36 +274,61 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     }
   }
 
-  /** Registers a stream with the store before its priming event promises a cursor into it. */
-  async function registerStream(session: Session, stream: Stream, res: CoreResponder): Promise<boolean> {
+  /**
+   * Registers a stream with the store before its priming event promises a cursor into it. A
+   * synchronous store (the memory store) answers without a promise, so a POST takes no extra hop.
+   */
+  function registerStream(session: Session, stream: Stream, res: CoreResponder): boolean | Promise<boolean> {
+    let created: void | Promise<void>;
     try {
-      await opts.eventStore.createStream(session.streamKey(stream));
-      return true;
+      created = opts.eventStore.createStream(session.streamKey(stream));
     } catch (error) {
-      session.dropStream(stream);
-      opts.onError(asError(error, 'event store createStream failed'));
-      fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }));
-      return false;
+      return storeFailed(session, stream, res, error);
     }
+    if (created === undefined) return true;
+    return Promise.resolve(created).then(
+      () => true,
+      (error: unknown) => storeFailed(session, stream, res, error),
+    );
+  }
+
+  function storeFailed(session: Session, stream: Stream, res: CoreResponder, error: unknown): false {
+    session.dropStream(stream);
+    opts.onError(asError(error, 'event store createStream failed'));
+    fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }));
+    return false;
+  }
+
+  /** Response headers of a session's SSE streams: the same every time, so built once per session. */
+  function sseHeaders(session: Session): OutHeaders {
+    if (session.sessionId === undefined) return SSE_HEADERS;
+    return (session.responseHeaders.sse ??= { ...SSE_HEADERS, 'mcp-session-id': session.sessionId });
+  }
+
+  function jsonHeaders(session: Session): OutHeaders {
+    if (session.sessionId === undefined) return JSON_HEADERS;
+    return (session.responseHeaders.json ??= { ...JSON_HEADERS, 'mcp-session-id': session.sessionId });
   }
 
   /** Answers a POST that carries requests: one JSON body, or an SSE stream. */
   async function respond(req: CoreRequest, res: CoreResponder, session: Session, parsed: ParsedBody, version: string): Promise<void> {
-    const sessionHeader: OutHeaders = session.sessionId === undefined ? {} : { 'mcp-session-id': session.sessionId };
     if (opts.jsonResponse) {
       const stream = session.openRequestStream(parsed.requestIds, false, false);
       stream.json = {
         messages: [],
         batch: parsed.batch,
-        respond: (text) => res.send(200, { ...JSON_HEADERS, ...sessionHeader }, text),
+        respond: (text) => res.send(200, jsonHeaders(session), text),
       };
       session.dispatch(parsed.messages, inboundOf(req));
       return;
     }
     const resumable = session.sessionId !== undefined;
     const stream = session.openRequestStream(parsed.requestIds, resumable, resumable && polls(version));
-    if (resumable && !(await registerStream(session, stream, res))) return;
-    const conn = session.newConnection(res.stream({ ...SSE_HEADERS, ...sessionHeader }));
+    if (resumable) {
+      const registered = registerStream(session, stream, res);
+      if (registered !== true && !(await registered)) return;
+    }
+    const conn = session.newConnection(res.stream(sseHeaders(session)));
     if (stream.closable) session.prime(stream.id, 0, conn);
     session.attach(stream, conn);
     session.dispatch(parsed.messages, inboundOf(req));
@@ -341,8 +367,11 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     if (lastEventId === undefined || lastEventId === '') {
       const isNew = !session.hasStandalone;
       const stream = session.standaloneStream(true, modern);
-      if (isNew && !(await registerStream(session, stream, res))) return;
-      const conn = session.newConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': session.sessionId as string }));
+      if (isNew) {
+        const registered = registerStream(session, stream, res);
+        if (registered !== true && !(await registered)) return;
+      }
+      const conn = session.newConnection(res.stream(sseHeaders(session)));
       if (modern) session.prime(stream.id, stream.seq, conn);
       session.attach(stream, conn);
       return;
@@ -381,7 +410,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       // before it leaves the session, so one more read gets it (ending here would drop the result).
       if (complete || (active && active.seq <= last) || round >= 4) break;
     }
-    const conn = session.newConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': sessionId }));
+    const conn = session.newConnection(res.stream(sseHeaders(session)));
     let active = session.activeStream(cursor.streamId);
     const closable = active ? active.closable : modern;
     if (closable) session.prime(cursor.streamId, cursor.seq, conn, active?.retryMs ?? opts.retryMs);

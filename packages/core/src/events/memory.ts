@@ -25,6 +25,9 @@ class StreamLog {
   lastSeq = 0;
   complete = false;
   deleted = false;
+  /** Neighbours in the list of its session's streams (see MemoryEventStore.bySession). */
+  prev: StreamLog | undefined;
+  next: StreamLog | undefined;
   constructor(readonly sessionId: string, readonly streamId: string) {}
 
   get size(): number {
@@ -56,9 +59,10 @@ export class MemoryEventStore implements EventStore {
   readonly maxTombstones: number;
   private readonly now: () => number;
   private readonly logs = new Map<string, StreamLog>();
-  // A Set, not an array: evicting a busy session's oldest stream must not cost a scan or a
-  // splice of everything the session still holds (that made each append O(streams held)).
-  private readonly bySession = new Map<string, Set<StreamLog>>();
+  // Each session's streams as a doubly linked list through the logs (this maps to the newest):
+  // forgetting one is O(1) without a scan or a splice (an array made each append O(streams held)),
+  // and adding one is two pointer writes where a per-session Set paid a hash insert and rehashes.
+  private readonly bySession = new Map<string, StreamLog>();
   private readonly tombstones = new Map<string, string>();
   // Global append order as three parallel arrays (log, seq, time): the front is the oldest frame
   // in the whole store, which makes byte and age eviction O(1) per evicted frame.
@@ -83,12 +87,15 @@ export class MemoryEventStore implements EventStore {
   }
 
   createStream(key: StreamKey): void {
-    if (this.logs.has(key.streamId)) return;
+    if (this.logs.get(key.streamId) !== undefined) return;
     const log = new StreamLog(key.sessionId, key.streamId);
     this.logs.set(key.streamId, log);
-    const logs = this.bySession.get(key.sessionId);
-    if (logs) logs.add(log);
-    else this.bySession.set(key.sessionId, new Set([log]));
+    const newest = this.bySession.get(key.sessionId);
+    if (newest !== undefined) {
+      log.next = newest;
+      newest.prev = log;
+    }
+    this.bySession.set(key.sessionId, log);
   }
 
   append(key: StreamKey, seq: number, frame: string, final: boolean): void {
@@ -136,10 +143,10 @@ export class MemoryEventStore implements EventStore {
   deleteSession(sessionId: string): void {
     // Tombstones first: a session whose streams are all tombstones has no bySession entry.
     for (const [streamId, owner] of this.tombstones) if (owner === sessionId) this.tombstones.delete(streamId);
-    const logs = this.bySession.get(sessionId);
-    if (!logs) return;
+    const newest = this.bySession.get(sessionId);
+    if (!newest) return;
     this.bySession.delete(sessionId);
-    for (const log of logs) {
+    for (let log: StreamLog | undefined = newest; log !== undefined; log = log.next) {
       log.deleted = true;
       this.logs.delete(log.streamId);
       for (let i = log.head; i < log.frames.length; i++) this.bytes -= (log.frames[i] as string).length;
@@ -202,11 +209,13 @@ export class MemoryEventStore implements EventStore {
   private forget(log: StreamLog): void {
     log.deleted = true;
     this.logs.delete(log.streamId);
-    const logs = this.bySession.get(log.sessionId);
-    if (logs) {
-      logs.delete(log);
-      if (logs.size === 0) this.bySession.delete(log.sessionId);
-    }
+    const { prev, next } = log;
+    if (next !== undefined) next.prev = prev;
+    if (prev !== undefined) prev.next = next;
+    else if (next !== undefined) this.bySession.set(log.sessionId, next);
+    else this.bySession.delete(log.sessionId);
+    log.prev = undefined;
+    log.next = undefined;
     this.tombstones.set(log.streamId, log.sessionId);
     if (this.tombstones.size > this.maxTombstones) {
       const oldest = this.tombstones.keys().next().value as string;

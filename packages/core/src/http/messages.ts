@@ -74,7 +74,7 @@ export function parseMessages(body: unknown, allowBatch: boolean): ParsedBody | 
   if (initialize && batch) {
     return reject(400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must be sent alone, not in a batch');
   }
-  if (new Set(requestIds).size !== requestIds.length) {
+  if (requestIds.length > 1 && new Set(requestIds).size !== requestIds.length) {
     return reject(400, ErrorCode.InvalidRequest, 'Invalid Request: duplicate request ids in one batch');
   }
   return { ok: true, messages: list as JSONRPCMessage[], batch, requestIds, initialize };

@@ -31,18 +31,32 @@ function accepts(accept: string, type: string): boolean {
   return false;
 }
 
+// A client sends the same Accept on every request: remember the last value each method accepted,
+// so the hot path compares one string instead of splitting and lower-casing it twice per POST.
+let acceptedByPost: string | undefined;
+let acceptedByGet: string | undefined;
+
 /** POST must accept both JSON and SSE (the server picks); GET must accept SSE. */
 export function checkAccept(method: 'GET' | 'POST', accept: string | undefined): Verdict {
   const value = accept ?? '';
   if (method === 'GET') {
-    if (accepts(value, 'text/event-stream')) return OK;
+    if (value === acceptedByGet) return OK;
+    if (accepts(value, 'text/event-stream')) {
+      acceptedByGet = value;
+      return OK;
+    }
     return reject(406, ErrorCode.ServerError, 'Not Acceptable: a GET must accept text/event-stream');
   }
-  if (accepts(value, 'application/json') && accepts(value, 'text/event-stream')) return OK;
+  if (value === acceptedByPost) return OK;
+  if (accepts(value, 'application/json') && accepts(value, 'text/event-stream')) {
+    acceptedByPost = value;
+    return OK;
+  }
   return reject(406, ErrorCode.ServerError, 'Not Acceptable: a POST must accept both application/json and text/event-stream');
 }
 
 export function checkContentType(contentType: string | undefined): Verdict {
+  if (contentType === 'application/json') return OK;
   const media = (contentType ?? '').split(';')[0]?.trim().toLowerCase();
   if (media === 'application/json') return OK;
   return reject(415, ErrorCode.ServerError, `Unsupported Media Type: Content-Type must be application/json, got ${contentType ? JSON.stringify(contentType) : 'none'}`);

@@ -39,6 +39,8 @@ export class Session implements Transport {
   owner: string | undefined;
   /** Open connections (any stream). A session with one is never idle. */
   openConnections = 0;
+  /** Response headers the handler builds once per session (they carry its id). */
+  readonly responseHeaders: { sse?: Record<string, string>; json?: Record<string, string> } = {};
 
   private readonly streams = new Map<string, Stream>();
   private readonly byRequest = new Map<RequestId, Stream>();
@@ -134,7 +136,8 @@ export class Session implements Transport {
   }
 
   streamKey(stream: Stream): StreamKey {
-    return { sessionId: this.sessionId as string, streamId: stream.id };
+    // Made once per stream: every stored frame passes it to the store.
+    return (stream.key ??= { sessionId: this.sessionId as string, streamId: stream.id });
   }
 
   /** Forgets a stream that never went on the wire (its store registration failed). */
@@ -178,8 +181,11 @@ export class Session implements Transport {
   }
 
   newConnection(sink: ConstructorParameters<typeof SseConnection>[0]): SseConnection {
-    return new SseConnection(sink, this.options.maxBufferedBytes, (conn) => conn.end(this.options.retryMs), Date.now());
+    return new SseConnection(sink, this.options.maxBufferedBytes, this.overflowed, Date.now());
   }
+
+  private readonly overflowed = (conn: SseConnection): void => conn.end(this.options.retryMs);
+  private readonly closeStandaloneFn = (retryMs?: number): boolean => this.closeStandalone(retryMs);
 
   /** Hands incoming messages to the SDK, with the per-request SEP-1699 controls in `extra`. */
   dispatch(messages: JSONRPCMessage[], inbound: Inbound): void {
@@ -191,7 +197,7 @@ export class Session implements Transport {
       if ('method' in message && 'id' in message) {
         const id = message.id as RequestId;
         extra.closeSSEStream = ((retryMs?: number) => this.closeRequestStream(id, retryMs)) as () => void;
-        extra.closeStandaloneSSEStream = ((retryMs?: number) => this.closeStandalone(retryMs)) as () => void;
+        extra.closeStandaloneSSEStream = this.closeStandaloneFn as () => void;
         if (message.method === 'initialize') this.initializeRequest ??= message;
         else if (message.method === 'logging/setLevel') this.loggingLevel = message.params;
       } else if ('id' in message && this.awaitingClient.size > 0) {

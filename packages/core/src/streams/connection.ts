@@ -11,7 +11,9 @@ export class SseConnection {
   lastWrite: number;
   /** Frames up to this sequence number came with a replay; live copies of them are skipped. */
   skipThrough = 0;
-  private readonly closeListeners: Array<() => void> = [];
+  // Most connections get one listener (the session's): a slot, and an array only for more.
+  private closeListener: (() => void) | undefined;
+  private moreCloseListeners: Array<() => void> | undefined;
   /** A replay waiting for the sink to drain; closing wakes it too. */
   private wakeReplay: (() => void) | undefined;
 
@@ -73,14 +75,19 @@ export class SseConnection {
 
   onClose(listener: () => void): void {
     if (this.closed) listener();
-    else this.closeListeners.push(listener);
+    else if (this.closeListener === undefined) this.closeListener = listener;
+    else (this.moreCloseListeners ??= []).push(listener);
   }
 
   private markClosed(): void {
     if (this.closed) return;
     this.closed = true;
     this.wakeReplay?.();
-    for (const l of this.closeListeners) l();
-    this.closeListeners.length = 0;
+    const first = this.closeListener;
+    const more = this.moreCloseListeners;
+    this.closeListener = undefined;
+    this.moreCloseListeners = undefined;
+    first?.();
+    if (more) for (const l of more) l();
   }
 }

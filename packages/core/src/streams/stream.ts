@@ -1,4 +1,5 @@
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { StreamKey } from '../events/store.js';
 import type { SseConnection } from './connection.js';
 
 /**
@@ -13,6 +14,8 @@ export class Stream {
   retryMs: number | undefined;
   /** Pending store writes, when the store is asynchronous; frames go out in order behind it. */
   tail: Promise<void> | undefined;
+  /** The store's key for this stream (see Session.streamKey). */
+  key: StreamKey | undefined;
   /** JSON-response mode: the answers gathered until the last one arrives. */
   json: { messages: JSONRPCMessage[]; batch: boolean; respond: (body: string) => void } | undefined;
 
