@@ -10,7 +10,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { mcpExpress } from '../src/index.js';
+import { mcpExpress, mcpFirst } from '../src/index.js';
 
 const INIT = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
 const HEADERS = { accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25' };
@@ -196,5 +196,73 @@ describe('mcpExpress', () => {
     await client.close();
     expect(seen?.pathname).toBe('/api/mcp');
     expect(seen?.searchParams.get('tenant')).toBe('7');
+  });
+});
+
+describe('mcpFirst', () => {
+  /** Listens with `mcpFirst(app, mcp, options)` as the server's request listener. */
+  async function listenFirst(app: express.Express, mcp: McpHandler, options: Parameters<typeof mcpFirst>[2]): Promise<string> {
+    const server = createServer(mcpFirst(app, mcp, options));
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  it('serves MCP at its path without Express, and hands every other request to the app', async () => {
+    const seenByExpress: string[] = [];
+    const app = express();
+    app.use((req, _res, next) => {
+      seenByExpress.push(`${req.method} ${req.url}`);
+      next();
+    });
+    app.get('/health', (_req, res) => {
+      res.json({ ok: true });
+    });
+    const origin = await listenFirst(app, handler(), { path: '/mcp/' });
+    expect(await callSimpleText(`${origin}/mcp`)).toMatch(/test/i);
+    expect(await callSimpleText(`${origin}/mcp/?tenant=a`)).toMatch(/test/i);
+    expect(seenByExpress).toEqual([]);
+    expect(await (await fetch(`${origin}/health`)).json()).toEqual({ ok: true });
+    // Only the exact path is MCP's: a path below it and a longer name go to Express (its 404 here).
+    expect((await fetch(`${origin}/mcp/other`, { method: 'POST' })).status).toBe(404);
+    expect((await fetch(`${origin}/mcpx`)).status).toBe(404);
+    expect(seenByExpress).toEqual(['GET /health', 'POST /mcp/other', 'GET /mcpx']);
+  });
+
+  it('answers bad MCP requests with a JSON-RPC 4xx, and gives tools the auth getAuthInfo found (async too)', async () => {
+    const seen: Array<AuthInfo | undefined> = [];
+    const mcp = handler({
+      server: () => {
+        const server = new McpServer({ name: 'auth', version: '1' });
+        server.registerTool('whoami', {}, (extra) => {
+          seen.push(extra.authInfo);
+          return { content: [{ type: 'text', text: extra.authInfo?.clientId ?? 'anonymous' }] };
+        });
+        return server;
+      },
+    });
+    const origin = await listenFirst(express(), mcp, {
+      path: '/mcp',
+      getAuthInfo: async (req) => {
+        const token = req.headers.authorization?.replace(/^Bearer /, '');
+        return token ? { token, clientId: `client-${token}`, scopes: [] } : undefined;
+      },
+    });
+    const bad = await fetch(`${origin}/mcp`, { method: 'POST', headers: HEADERS, body: '{"jsonrpc":' });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } });
+    const client = new Client({ name: 'express-test', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${origin}/mcp`), { requestInit: { headers: { authorization: 'Bearer t1' } } }));
+    try {
+      const result = await client.callTool({ name: 'whoami', arguments: {} });
+      expect(result.content).toEqual([{ type: 'text', text: 'client-t1' }]);
+    } finally {
+      await client.close();
+    }
+    expect(seen.map((a) => a?.clientId)).toEqual(['client-t1']);
+  });
+
+  it('refuses a path that does not start with "/"', () => {
+    expect(() => mcpFirst(express(), handler(), { path: 'mcp' })).toThrow(new TypeError('mcpFirst: path must start with "/", got "mcp"'));
   });
 });
