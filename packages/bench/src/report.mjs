@@ -1,7 +1,7 @@
 // Tables (markdown, readable in a terminal too), the targets of issue 5, and docs/benchmarks.md.
 import { SERVERS } from './servers/spawn.mjs';
 
-const KIT = ['kit-express', 'kit-koa', 'kit-next', 'kit-express-hibernate'];
+const KIT = ['kit-express', 'kit-koa', 'kit-next', 'kit-express-first', 'kit-express-hibernate'];
 
 function num(n) {
   if (n === undefined || n === null || Number.isNaN(n)) return '–';
@@ -62,7 +62,8 @@ export function renderTables(run) {
     ['json', 'JSON responses'],
   ]) {
     if (!R[key]) continue;
-    out.push(`### tools/call throughput, ${title} (${cfg.throughput.sessions} sessions, ${cfg.throughput.inFlight} calls in flight, ${cfg.throughput.durationMs / 1000} s)\n`);
+    const rounds = cfg.throughput.rounds > 1 ? `; median of ${cfg.throughput.rounds} rounds` : '';
+    out.push(`### tools/call throughput, ${title} (${cfg.throughput.sessions} sessions, ${cfg.throughput.inFlight} calls in flight, ${cfg.throughput.durationMs / 1000} s${rounds})\n`);
     out.push(
       table(
         ['server', 'calls/s', '÷ sdk', '÷ bare', '÷ own floor', 'p50 ms', 'p99 ms', 'p99 ÷ sdk', 'server CPU µs/call', 'errors'],
@@ -328,7 +329,9 @@ ${renderLimits(run)}
 - **mcp-kit** on Express (\`app.use('/mcp', mcpExpress(handler))\`), Koa
   (\`app.use(mcpKoa(handler, { path: '/mcp' }))\`) and Next.js 16 (\`next start\` of
   \`packages/bench/src/servers/next\`, route \`app/mcp/route.js\` with \`mcpNext\`), with its defaults:
-  memory event store, priming events, keep-alives, DNS-rebinding protection.
+  memory event store, priming events, keep-alives, DNS-rebinding protection. Two variants of the
+  Express one: \`mcpFirst(app, handler, { path: '/mcp' })\` as the \`node:http\` listener (MCP routed
+  before Express; throughput, JSON and burst workloads) and \`hibernateAfterMs: 0\` (memory workload).
 - Every MCP server serves the same \`McpServer\` per session: the shared fixture
   (\`@mcp-kit/fixtures\`, the conformance tools plus \`long_task\`) and the bench-only \`bench_burst\`.
 - Each server runs in its own process (\`node --expose-gc\`), started fresh for every workload on a
@@ -344,6 +347,7 @@ ${renderLimits(run)}
 
 1. **tools/call**: ${c.throughput.sessions} sessions, ${c.throughput.inFlight} calls in flight (each worker calls
    \`test_simple_text\` back to back on its session), ${c.throughput.warmupMs / 1000} s warm-up, then ${c.throughput.durationMs / 1000} s measured.
+   ${c.throughput.rounds > 1 ? `Every server runs ${c.throughput.rounds} times, in rounds (each round starts every server fresh, one after the other), and the round with the median calls/s is the one shown (its p50, p99 and CPU too): a single 10 s window of the SDK swings by ±20% here.` : ''}
    Latency is from sending the POST to the end of its response body. Then the same with JSON
    responses (\`jsonResponse: true\` / \`enableJsonResponse: true\`). Server CPU is the server
    process's \`process.cpuUsage()\` over the measured window.

@@ -22,6 +22,8 @@ export const SERVERS = [
   { name: 'kit-express', label: 'mcp-kit Express', script: 'kit-express.mjs', floorName: 'bare-express' },
   { name: 'kit-koa', label: 'mcp-kit Koa', script: 'kit-koa.mjs' },
   { name: 'kit-next', label: 'mcp-kit Next (next start)', next: true, floorName: 'bare-next' },
+  // MCP routed before Express (`mcpFirst`), the rest of the app on Express. Per-call workloads only.
+  { name: 'kit-express-first', label: 'mcp-kit Express, mcpFirst', script: 'kit-express-first.mjs', only: ['throughput', 'json', 'burst'] },
   // The same Express server with hibernation on: idle sessions let their McpServer go. Memory only.
   { name: 'kit-express-hibernate', label: 'mcp-kit Express, hibernateAfterMs: 0', script: 'kit-express.mjs', env: { BENCH_HIBERNATE_MS: '0' }, only: ['memory'], hibernates: true },
   { name: 'bare-express', label: 'floor: bare on Express', script: 'bare.mjs', env: { BARE_FRAMEWORK: 'express' }, floor: true },
