@@ -386,37 +386,25 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       return fail(res, reject(400, ErrorCode.InvalidRequest, `Bad Request: malformed Last-Event-ID ${JSON.stringify(lastEventId.slice(0, 80))}`));
     }
     const sessionId = session.sessionId as string;
-    const frames: string[] = [];
-    let last = cursor.seq;
-    let complete = false;
-    // An async store may hold frames the stream assigned while we were reading: read until caught up.
-    for (let round = 0; ; round++) {
-      let result: ReplayResult;
-      try {
-        result = await opts.eventStore.replayAfter(sessionId, cursor.streamId, last);
-      } catch (error) {
-        opts.onError(asError(error, 'event store replay failed'));
-        return fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }));
-      }
-      if (!result.ok) {
-        if (round > 0) break;
-        return fail(res, replayRejection(result.reason));
-      }
-      for (const f of result.frames) frames.push(f);
-      last = result.lastSeq;
-      complete = result.complete;
-      const active = session.activeStream(cursor.streamId);
-      // A stream that is gone but not complete finished while we read: its final frame is stored
-      // before it leaves the session, so one more read gets it (ending here would drop the result).
-      if (complete || (active && active.seq <= last) || round >= 4) break;
+    let result: ReplayResult;
+    try {
+      result = await opts.eventStore.replayAfter(sessionId, cursor.streamId, cursor.seq);
+    } catch (error) {
+      opts.onError(asError(error, 'event store replay failed'));
+      return fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }));
     }
+    if (!result.ok) return fail(res, replayRejection(result.reason));
+    let last = result.lastSeq;
+    let complete = result.complete;
     const conn = session.newConnection(res.stream(sseHeaders(session)));
     let active = session.activeStream(cursor.streamId);
     const closable = active ? active.closable : modern;
     if (closable) session.prime(cursor.streamId, cursor.seq, conn, active?.retryMs ?? opts.retryMs);
-    // A slow reader makes the replay wait, and the stream may go on (or finish) meanwhile: catch up
-    // from the store until nothing is missing, then go live.
-    await conn.replay(frames);
+    // A slow reader makes the replay wait, and the stream may go on (or finish) meanwhile; an async
+    // store may not yet hold every frame the stream assigned. Catch up from the store until nothing
+    // is missing, then go live. (A stream gone but not complete finished while we read: its final
+    // frame is stored before it leaves the session, so one more read gets it.)
+    await conn.replay(result.frames);
     while (!complete && !conn.closed && !session.closed) {
       active = session.activeStream(cursor.streamId);
       if (active && active.seq <= last) break;
