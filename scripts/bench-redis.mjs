@@ -47,7 +47,9 @@ async function time(fn, rounds = ROUNDS) {
 
 async function startRedis() {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
   child.on('error', (e) => {
     console.error(`redis-server could not start (${e.message}); install it: apt-get install -y redis-server`);
     process.exit(1);
@@ -76,11 +78,20 @@ async function session(url) {
   const res = await fetch(url, {
     method: 'POST',
     headers: HEADERS,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+    }),
   });
   await res.text();
   const id = res.headers.get('mcp-session-id');
-  await fetch(url, { method: 'POST', headers: { ...HEADERS, 'mcp-session-id': id }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) }).then((r) => r.text());
+  await fetch(url, {
+    method: 'POST',
+    headers: { ...HEADERS, 'mcp-session-id': id },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  }).then((r) => r.text());
   return id;
 }
 
@@ -89,7 +100,12 @@ async function finishedCall(url, sessionId, steps) {
   const res = await fetch(url, {
     method: 'POST',
     headers: { ...HEADERS, 'mcp-session-id': sessionId },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'long_task', arguments: { steps, intervalMs: 0 } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'long_task', arguments: { steps, intervalMs: 0 } },
+    }),
   });
   const text = await res.text();
   const cursor = /^id: (\S+)$/m.exec(text)?.[1];
@@ -98,7 +114,9 @@ async function finishedCall(url, sessionId, steps) {
 }
 
 async function replayOverHttp(url, sessionId, cursor, expected) {
-  const res = await fetch(url, { headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': sessionId, 'last-event-id': cursor } });
+  const res = await fetch(url, {
+    headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': sessionId, 'last-event-id': cursor },
+  });
   const text = await res.text();
   const events = text.split('\ndata: {').length - 1;
   if (res.status !== 200 || events !== expected) throw new Error(`resume: status ${res.status}, ${events} events, expected ${expected}`);
@@ -108,7 +126,12 @@ async function toolCall(url, sessionId, steps) {
   const res = await fetch(url, {
     method: 'POST',
     headers: { ...HEADERS, 'mcp-session-id': sessionId },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'long_task', arguments: { steps, intervalMs: 0 } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'long_task', arguments: { steps, intervalMs: 0 } },
+    }),
   });
   await res.text();
 }
@@ -119,7 +142,12 @@ async function dropAndFollow(postUrl, resumeUrl, sessionId, steps) {
   const res = await fetch(postUrl, {
     method: 'POST',
     headers: { ...HEADERS, 'mcp-session-id': sessionId },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'long_task', arguments: { steps, intervalMs: 0 } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'tools/call',
+      params: { name: 'long_task', arguments: { steps, intervalMs: 0 } },
+    }),
     signal: controller.signal,
   });
   const reader = res.body.getReader();
@@ -135,11 +163,14 @@ try {
   const probe = new RedisEventStore({ url: redis.url });
   await probe.ready(10_000);
   const info = await probe.client.info('server');
-  console.log(`node ${process.version}, redis ${/redis_version:(\S+)/.exec(info)?.[1]} on loopback, ${ROUNDS} rounds per row (p50 / p99)\n`);
+  console.log(
+    `node ${process.version}, redis ${/redis_version:(\S+)/.exec(info)?.[1]} on loopback, ${ROUNDS} rounds per row (p50 / p99)\n`,
+  );
 
   console.log('1. replayAfter(N frames of ~200 B), in process');
   const memory = new MemoryEventStore();
-  const frame = (seq) => `id: ${'s'.repeat(22)}.${seq}\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x'.repeat(90) } })}\n\n`;
+  const frame = (seq) =>
+    `id: ${'s'.repeat(22)}.${seq}\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x'.repeat(90) } })}\n\n`;
   for (const n of SIZES) {
     const key = { sessionId: `bench-${n}`, streamId: `${'s'.repeat(18)}${String(n).padStart(4, '0')}` };
     for (let seq = 1; seq <= n; seq++) {
@@ -181,7 +212,9 @@ try {
     const rounds = n >= 1000 ? 20 : 50;
     const m = await time(() => toolCall(mem.url, s1, n), rounds);
     const r = await time(() => toolCall(a.url, s2, n), rounds);
-    console.log(`   N=${String(n).padEnd(5)} memory ${ms(m.p50)} (${((m.p50 * 1000) / n).toFixed(1)} µs/event)   redis ${ms(r.p50)} (${((r.p50 * 1000) / n).toFixed(1)} µs/event)`);
+    console.log(
+      `   N=${String(n).padEnd(5)} memory ${ms(m.p50)} (${((m.p50 * 1000) / n).toFixed(1)} µs/event)   redis ${ms(r.p50)} (${((r.p50 * 1000) / n).toFixed(1)} µs/event)`,
+    );
   }
 
   console.log('\n4. resume right after the POST dropped, then follow the running tool live to its result (N events back to back)');
@@ -192,7 +225,9 @@ try {
     const m = await time(() => dropAndFollow(mem.url, mem.url, sm, n), rounds);
     const owner = await time(() => dropAndFollow(a.url, a.url, sr, n), rounds);
     const other = await time(() => dropAndFollow(a.url, b.url, sr, n), rounds);
-    console.log(`   N=${String(n).padEnd(5)} memory ${ms(m.p50)}   redis, owner ${ms(owner.p50)}   redis, other instance (live tail) ${ms(other.p50)}`);
+    console.log(
+      `   N=${String(n).padEnd(5)} memory ${ms(m.p50)}   redis, owner ${ms(owner.p50)}   redis, other instance (live tail) ${ms(other.p50)}`,
+    );
   }
 
   await Promise.all([mem.close(), a.close(), b.close()]);

@@ -247,8 +247,7 @@ function collect(scenarios, out, logFile) {
 function judge(run) {
   const counts = { SUCCESS: 0, WARNING: 0, FAILURE: 0, SKIPPED: 0 };
   if (run.error) return { scenario: run.scenario, ok: false, counts, problems: [run.error] };
-  const failing = (check) =>
-    check.status === 'FAILURE' || (check.status === 'WARNING' && NO_WARNINGS.has(run.scenario));
+  const failing = (check) => check.status === 'FAILURE' || (check.status === 'WARNING' && NO_WARNINGS.has(run.scenario));
   const problems = [];
   for (const check of run.checks) {
     if (check.status in counts) counts[check.status]++;

@@ -68,7 +68,9 @@ function stopAll(code) {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) process.kill(child.pid, 'SIGKILL');
     process.exit(code);
   }, 1_500).unref();
-  Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : new Promise((r) => c.once('exit', r))))).then(() => process.exit(code));
+  Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : new Promise((r) => c.once('exit', r))))).then(() =>
+    process.exit(code),
+  );
 }
 
 function kindOf(method, body) {
@@ -88,7 +90,9 @@ process.on('SIGINT', () => {
 });
 process.on('SIGTERM', () => stopAll(143));
 
-const redisBinary = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim() || (existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : '');
+const redisBinary =
+  spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim() ||
+  (existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : '');
 if (!redisBinary) {
   console.error('redis-server not found: install Redis 7 (apt-get install -y redis-server, or brew install redis) and run again');
   process.exit(1);
@@ -101,12 +105,25 @@ if (!existsSync(server)) {
 
 try {
   const redisPort = await freePort();
-  await start('redis', redisBinary, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {}, (o) => o.includes('Ready to accept connections'), true);
+  await start(
+    'redis',
+    redisBinary,
+    ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {},
+    (o) => o.includes('Ready to accept connections'),
+    true,
+  );
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
   const backends = [];
   for (const name of ['node-a', 'node-b']) {
     const port = await freePort();
-    await start(name, process.execPath, [server], { PORT: String(port), HOST: '127.0.0.1', REDIS_URL: redisUrl, INSTANCE_NAME: name, RETRY_MS: '1000' }, (o) => o.includes(`:${port}/mcp`));
+    await start(
+      name,
+      process.execPath,
+      [server],
+      { PORT: String(port), HOST: '127.0.0.1', REDIS_URL: redisUrl, INSTANCE_NAME: name, RETRY_MS: '1000' },
+      (o) => o.includes(`:${port}/mcp`),
+    );
     backends.push({ name, port });
   }
 
@@ -126,7 +143,11 @@ try {
           if (!req.headers['mcp-session-id'] && session) owners.set(session, servedBy);
           const owner = owners.get(session);
           const how =
-            servedBy !== backend.name ? ` → forwarded to owner ${servedBy}` : resume && owner && owner !== servedBy ? ` (not the owner: replay + live tail from Redis)` : '';
+            servedBy !== backend.name
+              ? ` → forwarded to owner ${servedBy}`
+              : resume && owner && owner !== servedBy
+                ? ` (not the owner: replay + live tail from Redis)`
+                : '';
           log(`${kindOf(req.method, body.toString())}${resume}: proxy → ${backend.name}${how} (${answer.statusCode})`);
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
@@ -156,7 +177,11 @@ try {
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     const steps = [];
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => steps.push(n.params.data?.step));
-    const result = await client.callTool({ name: 'long_task', arguments: { steps: 12, intervalMs: 100, closeEvery: 3, retryMs: 200 } }, CallToolResultSchema, { timeout: 30_000 });
+    const result = await client.callTool(
+      { name: 'long_task', arguments: { steps: 12, intervalMs: 100, closeEvery: 3, retryMs: 200 } },
+      CallToolResultSchema,
+      { timeout: 30_000 },
+    );
     const okSteps = steps.length === 12 && steps.every((s, i) => s === i + 1);
     log(`result: ${JSON.stringify(result.content)}; steps ${okSteps ? 'all 12 once, in order' : JSON.stringify(steps)}`);
     await client.close();

@@ -97,7 +97,11 @@ function onSseEvent(stream, { id, data, retry }) {
     stream.gotResponse = true;
   } else if (msg.result) {
     const res = msg.result;
-    what = res.content ? `result: ${res.content.map((c) => c.text).join(' ')}` : res.serverInfo ? `result: initialize (${res.serverInfo.name})` : 'result';
+    what = res.content
+      ? `result: ${res.content.map((c) => c.text).join(' ')}`
+      : res.serverInfo
+        ? `result: initialize (${res.serverInfo.name})`
+        : 'result';
     stream.gotResponse = true;
     if (call) call.wireResults++;
   }
@@ -135,14 +139,23 @@ async function watchSse(body, stream) {
     else {
       stream.closedAt = now();
       if (stream.call) stream.call.closes++;
-      const why = stream.call ? `  (tool still running; we hold Last-Event-ID ${shortId(stream.lastId)})` : stopping ? '  (server shutting down)' : '  (the session ended)';
+      const why = stream.call
+        ? `  (tool still running; we hold Last-Event-ID ${shortId(stream.lastId)})`
+        : stopping
+          ? '  (server shutting down)'
+          : '  (the session ended)';
       out(stream.tag, `   ${yellow('server closed the stream')}${dim(why)}`);
     }
     const r = stream.resume;
     if (r && stream.call) {
       const away = r.openedAt - r.leftAt;
-      out(stream.tag, dim(`   ↳ away ${ms(away)} ≈ ${(away / stream.call.args.intervalMs).toFixed(1)} tool steps: ` +
-        `replayed steps ${range(r.replayed)}, live steps ${range(r.live)}`));
+      out(
+        stream.tag,
+        dim(
+          `   ↳ away ${ms(away)} ≈ ${(away / stream.call.args.intervalMs).toFixed(1)} tool steps: ` +
+            `replayed steps ${range(r.replayed)}, live steps ${range(r.live)}`,
+        ),
+      );
     }
   } catch (error) {
     if (!stream.closedByUs) out(stream.tag, red(`   stream broke: ${error?.message ?? error}`));
@@ -172,7 +185,8 @@ async function tracingFetch(url, init = {}) {
     out(stream.tag, `${bold('→ GET ')} (resume) Last-Event-ID: ${shortId(lastEventId)}${wait}`);
   } else {
     if (method === 'GET') stream.tag = 'standalone';
-    const what = method === 'GET' ? '(standalone stream, for server messages tied to no request)' : method === 'DELETE' ? '(end the session)' : '';
+    const what =
+      method === 'GET' ? '(standalone stream, for server messages tied to no request)' : method === 'DELETE' ? '(end the session)' : '';
     out(stream.tag, `${bold(`→ ${method.padEnd(4)}`)} ${what}`);
   }
 
@@ -247,12 +261,14 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 
 // ---- the demo -----------------------------------------------------------------------------------
 async function main() {
-  console.log(bold('SEP-1699: an MCP server may close a request\'s SSE stream on purpose, mid-request.'));
+  console.log(bold("SEP-1699: an MCP server may close a request's SSE stream on purpose, mid-request."));
   console.log('Every stream opens with a priming event (an id, empty data), so the client holds a Last-Event-ID');
   console.log('from the start. To let go, the server writes `retry: <ms>` and ends the response; the client waits');
   console.log('that long, reconnects with GET + Last-Event-ID, gets what it missed replayed from the event store,');
-  console.log('and the stream goes on live. Watch each close\'s retry, the real wait, and that no step is lost.');
-  console.log(dim(`Legend, on resumed streams: ${magenta('REPLAYED')} = in the burst right behind the priming event (no gap > ${BURST_GAP_MS} ms),`));
+  console.log("and the stream goes on live. Watch each close's retry, the real wait, and that no step is lost.");
+  console.log(
+    dim(`Legend, on resumed streams: ${magenta('REPLAYED')} = in the burst right behind the priming event (no gap > ${BURST_GAP_MS} ms),`),
+  );
   console.log(dim(`i.e. stored while we were away; ${green('LIVE')} = from the first pause on, sent as the tool produced it.`));
   console.log();
 
@@ -284,15 +300,28 @@ async function main() {
   for (const [i, args] of CALLS.entries()) {
     const steps = new Map();
     const call = {
-      tag: `call ${i + 1}`, args, steps, ids: new Set(), dupIds: 0, closes: 0, waits: [],
-      wireProgress: 0, sdkProgress: 0, wireResults: 0, result: undefined,
+      tag: `call ${i + 1}`,
+      args,
+      steps,
+      ids: new Set(),
+      dupIds: 0,
+      closes: 0,
+      waits: [],
+      wireProgress: 0,
+      sdkProgress: 0,
+      wireResults: 0,
+      result: undefined,
       step: (n) => steps.get(n) ?? steps.set(n, { wire: 0, sdk: 0 }).get(n),
     };
     current = call;
     calls.push(call);
     console.log();
     console.log(bold(`── call ${i + 1}: long_task ${JSON.stringify(args)} + a progress token ──`));
-    console.log(dim(`   a step every ${args.intervalMs} ms; after every ${args.closeEvery} steps the server closes the stream, asking for retry ${args.retryMs} ms`));
+    console.log(
+      dim(
+        `   a step every ${args.intervalMs} ms; after every ${args.closeEvery} steps the server closes the stream, asking for retry ${args.retryMs} ms`,
+      ),
+    );
     const result = await client.callTool({ name: 'long_task', arguments: args }, undefined, {
       onprogress: () => call.sdkProgress++,
       timeout: DEADLINE_MS,
@@ -329,19 +358,31 @@ function summarize() {
     }
     const stray = [...c.steps.keys()].filter((s) => s < 1 || s > n);
     const resultOk = c.result === `completed ${n} steps` && c.wireResults === 1;
-    const good = dups.length === 0 && missing.length === 0 && stray.length === 0 && c.dupIds === 0 && resultOk &&
-      c.wireProgress === n && c.sdkProgress === n && c.closes >= 1 && c.waits.length === c.closes;
+    const good =
+      dups.length === 0 &&
+      missing.length === 0 &&
+      stray.length === 0 &&
+      c.dupIds === 0 &&
+      resultOk &&
+      c.wireProgress === n &&
+      c.sdkProgress === n &&
+      c.closes >= 1 &&
+      c.waits.length === c.closes;
     ok &&= good;
     const list = (a) => (a.length ? ` (step ${a.join(', ')})` : '');
-    console.log(`${good ? green('✔') : red('✘')} ${c.tag}: ${c.ids.size} events (${logs} log, ${c.wireProgress} progress, ${c.wireResults} result), ` +
-      `duplicates ${dups.length + c.dupIds}${list(dups)}, missing ${missing.length}${list(missing)}` +
-      `${stray.length ? `, unexpected${list(stray)}` : ''}, result ${resultOk ? JSON.stringify(c.result) : red(`missing or wrong (${c.result})`)}`);
+    console.log(
+      `${good ? green('✔') : red('✘')} ${c.tag}: ${c.ids.size} events (${logs} log, ${c.wireProgress} progress, ${c.wireResults} result), ` +
+        `duplicates ${dups.length + c.dupIds}${list(dups)}, missing ${missing.length}${list(missing)}` +
+        `${stray.length ? `, unexpected${list(stray)}` : ''}, result ${resultOk ? JSON.stringify(c.result) : red(`missing or wrong (${c.result})`)}`,
+    );
     const waits = c.waits.map((w) => `${ms(w.waited)} (asked ${w.asked} ms)`).join(', ');
     console.log(`    server closes ${c.closes}, reconnections ${c.waits.length}; measured reconnect delays: ${waits || 'none'}`);
     if (c.lingering) console.log(yellow('    ⚠ the stream with the result did not end right after it'));
   }
   const closes = calls.reduce((sum, c) => sum + c.closes, 0);
-  console.log(ok ? green(`OK: every step arrived exactly once, although the server hung up ${closes} times mid-call.`) : red('FAILED: see ✘ above.'));
+  console.log(
+    ok ? green(`OK: every step arrived exactly once, although the server hung up ${closes} times mid-call.`) : red('FAILED: see ✘ above.'),
+  );
   return ok;
 }
 

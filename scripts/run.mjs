@@ -52,7 +52,15 @@ if (task === 'demo') {
   must('npx', [...PNPM, 'run', 'typecheck']);
   must('npx', [...PNPM, 'run', 'lint']);
   mkdirSync(join(root, 'results'), { recursive: true });
-  const unit = run('npx', [...PNPM, 'exec', 'vitest', 'run', '--reporter=default', '--reporter=json', '--outputFile.json=results/vitest.json']);
+  const unit = run('npx', [
+    ...PNPM,
+    'exec',
+    'vitest',
+    'run',
+    '--reporter=default',
+    '--reporter=json',
+    '--outputFile.json=results/vitest.json',
+  ]);
   let passed = 0;
   let failed = 0;
   try {
@@ -69,7 +77,12 @@ if (task === 'demo') {
   // Each example app, and the settings of an app worth its own run (`env`).
   const apps = JSON.parse(readFileSync(join(root, 'scripts', 'conformance-apps.json'), 'utf8'));
   for (const { app, env = {} } of apps) {
-    if (Object.keys(env).length > 0) console.log(`\nconformance of ${app} with ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    if (Object.keys(env).length > 0)
+      console.log(
+        `\nconformance of ${app} with ${Object.entries(env)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ')}`,
+      );
     if (run('node', ['scripts/conformance.mjs', app], { env: { ...process.env, ...env } }) === 0) passed++;
     else failed++;
   }

@@ -67,10 +67,14 @@ describe.each(adapters)('SDK client: $name', (adapter) => {
     const { client, steps, log } = await connect(sut.url);
     clients.push(client);
     const progress: number[] = [];
-    const result = await client.callTool({ name: 'long_task', arguments: { steps: 40, intervalMs: 40, closeEvery: 8, retryMs: 50 } }, CallToolResultSchema, {
-      onprogress: (p) => progress.push(p.progress),
-      timeout: 20_000,
-    });
+    const result = await client.callTool(
+      { name: 'long_task', arguments: { steps: 40, intervalMs: 40, closeEvery: 8, retryMs: 50 } },
+      CallToolResultSchema,
+      {
+        onprogress: (p) => progress.push(p.progress),
+        timeout: 20_000,
+      },
+    );
     expect(result.content).toEqual([{ type: 'text', text: 'completed 40 steps' }]);
     expect(steps).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
     expect(progress).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
@@ -109,7 +113,10 @@ describe.each(adapters)('SDK client: $name', (adapter) => {
       role: 'assistant',
       content: { type: 'text', text: `echo: ${(req.params.messages[0]!.content as { text: string }).text}` },
     }));
-    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { username: 'ada', email: 'ada@example.com' } }));
+    client.setRequestHandler(ElicitRequestSchema, async () => ({
+      action: 'accept',
+      content: { username: 'ada', email: 'ada@example.com' },
+    }));
     const sampled = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'hello' } });
     expect(JSON.stringify(sampled.content)).toContain('echo: hello');
     const elicited = await client.callTool({ name: 'test_elicitation', arguments: { message: 'who are you?' } });

@@ -213,7 +213,11 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
   it('requests for the other instance are forwarded, resumes are served from the shared store: every step once, in order', async () => {
     p = await pair(adapter);
     const { client, steps, log } = await sdkClient(p);
-    const result = await client.callTool({ name: 'long_task', arguments: { steps: 24, intervalMs: 15, closeEvery: 3, retryMs: 20 } }, CallToolResultSchema, { timeout: 20_000 });
+    const result = await client.callTool(
+      { name: 'long_task', arguments: { steps: 24, intervalMs: 15, closeEvery: 3, retryMs: 20 } },
+      CallToolResultSchema,
+      { timeout: 20_000 },
+    );
     expect(result.content).toEqual([{ type: 'text', text: 'completed 24 steps' }]);
     expect(steps).toEqual(Array.from({ length: 24 }, (_, i) => i + 1));
     // initialize went to A, so A owns the session: B forwards and serves resumes itself.
@@ -229,7 +233,10 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
   it("the client's answers to elicitation reach the owner from either instance", async () => {
     p = await pair(adapter);
     const { client } = await sdkClient(p);
-    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { username: 'ada', email: 'ada@example.com' } }));
+    client.setRequestHandler(ElicitRequestSchema, async () => ({
+      action: 'accept',
+      content: { username: 'ada', email: 'ada@example.com' },
+    }));
     for (let i = 0; i < 3; i++) {
       await client.ping();
       const elicited = await client.callTool({ name: 'test_elicitation', arguments: { message: 'who?' } });
@@ -252,30 +259,48 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
     const { headers } = await openSession(http(p.a.url));
     p.dir.alive.delete('A');
     const api = http(p.b.url);
-    for (const res of [await api.post({ jsonrpc: '2.0', id: 5, method: 'ping' }, headers), await api.get(headers), await api.del(headers)]) {
+    for (const res of [
+      await api.post({ jsonrpc: '2.0', id: 5, method: 'ping' }, headers),
+      await api.get(headers),
+      await api.del(headers),
+    ]) {
       const e = await errorOf(res);
       expect([e.status, e.code]).toEqual([404, -32001]);
-      expect(e.message).toBe('Session not found: it expired, was deleted, or the server instance that held it is gone; initialize a new session');
+      expect(e.message).toBe(
+        'Session not found: it expired, was deleted, or the server instance that held it is gone; initialize a new session',
+      );
     }
   });
 
-  it('an unreachable session directory is a 503 with a JSON-RPC body, for initialize and for another instance\'s session', async () => {
+  it("an unreachable session directory is a 503 with a JSON-RPC body, for initialize and for another instance's session", async () => {
     p = await pair(adapter);
     const { headers } = await openSession(http(p.a.url));
     p.dir.down = true;
-    const init = await http(p.b.url).post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+    const init = await http(p.b.url).post({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    });
     const call = await http(p.b.url).post({ jsonrpc: '2.0', id: 2, method: 'ping' }, headers);
     for (const res of [init, call]) {
       expect(res.headers.get('retry-after')).toBe('1');
       const e = await errorOf(res);
-      expect([e.status, e.code, e.message]).toEqual([503, -32000, 'Service Unavailable: the session directory is unavailable; retry later']);
+      expect([e.status, e.code, e.message]).toEqual([
+        503,
+        -32000,
+        'Service Unavailable: the session directory is unavailable; retry later',
+      ]);
     }
     // The owner still serves its own session: it needs no directory for that.
     expect((await http(p.a.url).post({ jsonrpc: '2.0', id: 3, method: 'ping' }, headers)).status).toBe(200);
-    expect(p.b.errors.map((e) => e.message)).toEqual(['cluster claim failed: directory unreachable', 'cluster lookupOwner failed: directory unreachable']);
+    expect(p.b.errors.map((e) => e.message)).toEqual([
+      'cluster claim failed: directory unreachable',
+      'cluster lookupOwner failed: directory unreachable',
+    ]);
   });
 
-  it('DELETE through the other instance ends the session on its owner, and that instance\'s live tails', async () => {
+  it("DELETE through the other instance ends the session on its owner, and that instance's live tails", async () => {
     p = await pair(adapter);
     const { headers } = await openSession(http(p.a.url));
     const call = await http(p.a.url).postSse(callTool(7, 'long_task', { steps: 200, intervalMs: 20 }), headers);
@@ -314,7 +339,9 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
     const tail = await http(p.b.url).getSse({ ...headers, 'last-event-id': priming.id as string });
     const messages = await tail.until((m) => m.id === 7, 5_000);
     await tail.ended_();
-    const steps = messages.filter((b) => b.data && JSON.parse(b.data).method === 'notifications/message').map((b) => JSON.parse(b.data as string).params.data.step);
+    const steps = messages
+      .filter((b) => b.data && JSON.parse(b.data).method === 'notifications/message')
+      .map((b) => JSON.parse(b.data as string).params.data.step);
     expect(steps).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
     expect(JSON.parse(messages.at(-1)!.data as string).result.content).toEqual([{ type: 'text', text: 'completed 25 steps' }]);
   });

@@ -85,7 +85,10 @@ function harness(extra: HarnessOptions = {}) {
     server.registerTool('ask_later', { description: 'Asks the client to sample, outside this call, and answers at once' }, () => {
       server.server
         .createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'later' } }], maxTokens: 10 })
-        .then((r) => answers.push((r.content as { text: string }).text), (e: Error) => answers.push(`error: ${e.message}`))
+        .then(
+          (r) => answers.push((r.content as { text: string }).text),
+          (e: Error) => answers.push(`error: ${e.message}`),
+        )
         .finally(() => answered.fire());
       return { content: [{ type: 'text', text: 'will ask' }] };
     });

@@ -4,7 +4,17 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryEventStore, type EventStore } from '@mcp-kit/core';
 import { adapters, inProcessAdapters, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
-import { callTool, errorOf, http, initializeRequest, openSession, PROTOCOL, rawRequest, type McpHttp, type SseBlock } from '../support/sse.js';
+import {
+  callTool,
+  errorOf,
+  http,
+  initializeRequest,
+  openSession,
+  PROTOCOL,
+  rawRequest,
+  type McpHttp,
+  type SseBlock,
+} from '../support/sse.js';
 
 const TOKEN = /^[A-Za-z0-9_-]{22}$/;
 const seqOf = (id: string | undefined) => Number(id!.split('.')[1]);
@@ -64,7 +74,10 @@ describe.each(adapters)('wire: $name', (adapter) => {
       expect(result ? tail.data && JSON.parse(tail.data).id === 2 : tail.retry === 777).toBe(true);
     }
     expect(result.result.content[0].text).toBe('completed 6 steps');
-    const steps = received.map((b) => JSON.parse(b.data!)).filter((m) => m.method).map((m) => m.params.data.step);
+    const steps = received
+      .map((b) => JSON.parse(b.data!))
+      .filter((m) => m.method)
+      .map((m) => m.params.data.step);
     expect(steps).toEqual([1, 2, 3, 4, 5, 6]);
     expect(received.map((b) => seqOf(b.id))).toEqual([1, 2, 3, 4, 5, 6, 7]);
   });
@@ -129,14 +142,23 @@ describe.each(adapters)('wire: $name', (adapter) => {
   it('holds two resumed streams of one session at once, each with its own events', async () => {
     const { headers } = await openSession(api);
     const args = { steps: 6, intervalMs: 40, closeEvery: 3, retryMs: 100 };
-    const [a, b] = await Promise.all([api.postSse(callTool(10, 'long_task', args), headers), api.postSse(callTool(20, 'long_task', args), headers)]);
+    const [a, b] = await Promise.all([
+      api.postSse(callTool(10, 'long_task', args), headers),
+      api.postSse(callTool(20, 'long_task', args), headers),
+    ]);
     await Promise.all([a.ended_(), b.ended_()]);
     const lastA = a.blocks.filter((x) => x.data).at(-1)!.id!;
     const lastB = b.blocks.filter((x) => x.data).at(-1)!.id!;
     expect(tokenOf(lastA)).not.toBe(tokenOf(lastB));
-    const [ra, rb] = await Promise.all([api.getSse({ ...headers, 'last-event-id': lastA }), api.getSse({ ...headers, 'last-event-id': lastB })]);
+    const [ra, rb] = await Promise.all([
+      api.getSse({ ...headers, 'last-event-id': lastA }),
+      api.getSse({ ...headers, 'last-event-id': lastB }),
+    ]);
     await Promise.all([ra.ended_(), rb.ended_()]);
-    for (const [stream, last, id] of [[ra, lastA, 10], [rb, lastB, 20]] as const) {
+    for (const [stream, last, id] of [
+      [ra, lastA, 10],
+      [rb, lastB, 20],
+    ] as const) {
       const events = stream.blocks.slice(1).filter((x) => x.data);
       expect(events.every((e) => tokenOf(e.id) === tokenOf(last))).toBe(true);
       const messages = events.map((e) => JSON.parse(e.data!));
@@ -201,23 +223,59 @@ describe.each(adapters)('wire: $name', (adapter) => {
     const cases: Array<[string, () => Promise<Response>, number, number, RegExp]> = [
       ['PUT', () => fetch(api.url, { method: 'PUT' }), 405, -32000, /Method not allowed/],
       ['PATCH', () => fetch(api.url, { method: 'PATCH', body: '{}' }), 405, -32000, /Method not allowed/],
-      ['POST without SSE in Accept', () => api.post(callTool(3, 'test_simple_text'), { ...headers, accept: 'application/json' }), 406, -32000, /Not Acceptable/],
+      [
+        'POST without SSE in Accept',
+        () => api.post(callTool(3, 'test_simple_text'), { ...headers, accept: 'application/json' }),
+        406,
+        -32000,
+        /Not Acceptable/,
+      ],
       ['GET without SSE in Accept', () => api.get({ ...headers, accept: 'application/json' }), 406, -32000, /Not Acceptable/],
       ['text/plain body', () => api.post('{}', { ...headers, 'content-type': 'text/plain' }), 415, -32000, /Content-Type/],
       ['malformed JSON', () => api.post('{"jsonrpc": "2.0", "id": 1,', headers), 400, -32700, /Parse error/],
       ['not JSON-RPC', () => api.post({ hello: 'world' }, headers), 400, -32600, /jsonrpc/],
       ['missing session', () => api.post(callTool(3, 'test_simple_text')), 400, -32000, /Mcp-Session-Id header is required/],
-      ['unknown session', () => api.post(callTool(3, 'test_simple_text'), { ...headers, 'mcp-session-id': 'nope' }), 404, -32001, /Session not found/],
+      [
+        'unknown session',
+        () => api.post(callTool(3, 'test_simple_text'), { ...headers, 'mcp-session-id': 'nope' }),
+        404,
+        -32001,
+        /Session not found/,
+      ],
       ['GET without session', () => api.get(), 400, -32000, /Mcp-Session-Id/],
-      ['unsupported protocol version', () => api.post(callTool(3, 'test_simple_text'), { ...headers, 'mcp-protocol-version': '1999-01-01' }), 400, -32000, /Unsupported MCP-Protocol-Version/],
-      ['batch on 2025-11-25', () => api.post([callTool(3, 'test_simple_text'), callTool(4, 'test_simple_text')], headers), 400, -32600, /batches/],
+      [
+        'unsupported protocol version',
+        () => api.post(callTool(3, 'test_simple_text'), { ...headers, 'mcp-protocol-version': '1999-01-01' }),
+        400,
+        -32000,
+        /Unsupported MCP-Protocol-Version/,
+      ],
+      [
+        'batch on 2025-11-25',
+        () => api.post([callTool(3, 'test_simple_text'), callTool(4, 'test_simple_text')], headers),
+        400,
+        -32600,
+        /batches/,
+      ],
       ['initialize with a session id', () => api.post(initializeRequest(9), headers), 400, -32600, /initialize/],
-      ['foreign Host (DNS rebinding)', () => rawRequest(api.url, { method: 'POST', headers: { host: 'evil.example', 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(initializeRequest(9)) }), 403, -32000, /Host/],
+      [
+        'foreign Host (DNS rebinding)',
+        () =>
+          rawRequest(api.url, {
+            method: 'POST',
+            headers: { host: 'evil.example', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+            body: JSON.stringify(initializeRequest(9)),
+          }),
+        403,
+        -32000,
+        /Host/,
+      ],
       ['foreign Origin (DNS rebinding)', () => api.post(initializeRequest(9), { origin: 'http://evil.example' }), 403, -32000, /Origin/],
     ];
     for (const [name, send, status, code, message] of cases) {
       const res = await send();
-      if (!(res.headers.get('content-type') ?? '').includes('json')) throw new Error(`${name}: ${res.status} ${res.headers.get('content-type')}`);
+      if (!(res.headers.get('content-type') ?? '').includes('json'))
+        throw new Error(`${name}: ${res.status} ${res.headers.get('content-type')}`);
       const err = await errorOf(res);
       expect({ name, status: err.status, code: err.code }).toEqual({ name, status, code });
       expect(err.message, name).toMatch(message);
@@ -248,7 +306,10 @@ describe.each(adapters)('wire: $name', (adapter) => {
     const { headers } = await openSession(api, '2025-03-26');
     const stream = await api.postSse([callTool(3, 'test_simple_text'), callTool(4, 'test_simple_text')], headers);
     await stream.ended_();
-    const ids = stream.blocks.filter((b) => b.data).map((b) => JSON.parse(b.data!).id).sort();
+    const ids = stream.blocks
+      .filter((b) => b.data)
+      .map((b) => JSON.parse(b.data!).id)
+      .sort();
     expect(ids).toEqual([3, 4]);
   });
 

@@ -6,7 +6,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import { freePort, instance, roundRobinProxy, type Instance, type ProxiedRequest, type RoundRobinProxy } from '../support/cluster.js';
 
@@ -75,10 +80,14 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     await client.ping();
     await client.ping();
     const progress: number[] = [];
-    const result = await client.callTool({ name: 'long_task', arguments: { steps: 30, intervalMs: 30, closeEvery: 3, retryMs: 50 } }, CallToolResultSchema, {
-      onprogress: (p) => progress.push(p.progress),
-      timeout: 30_000,
-    });
+    const result = await client.callTool(
+      { name: 'long_task', arguments: { steps: 30, intervalMs: 30, closeEvery: 3, retryMs: 50 } },
+      CallToolResultSchema,
+      {
+        onprogress: (p) => progress.push(p.progress),
+        timeout: 30_000,
+      },
+    );
     expect(result.content).toEqual([{ type: 'text', text: 'completed 30 steps' }]);
     expect(steps).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
     expect(progress).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
@@ -91,7 +100,10 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     // Plain requests that landed on the other instance were forwarded to the owner and served there.
     const posts = mine().filter((r) => r.method === 'POST');
     expect(new Set(posts.map((r) => r.backend)).size, JSON.stringify(posts)).toBe(2);
-    expect(posts.every((r) => r.servedBy === owner && r.status < 300), JSON.stringify(posts)).toBe(true);
+    expect(
+      posts.every((r) => r.servedBy === owner && r.status < 300),
+      JSON.stringify(posts),
+    ).toBe(true);
   }, 60_000);
 
   it('test_elicitation and test_sampling work through the proxy, whichever instance gets the answers', async () => {
@@ -101,7 +113,10 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
       role: 'assistant',
       content: { type: 'text', text: `echo: ${(req.params.messages[0]!.content as { text: string }).text}` },
     }));
-    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { username: 'ada', email: 'ada@example.com' } }));
+    client.setRequestHandler(ElicitRequestSchema, async () => ({
+      action: 'accept',
+      content: { username: 'ada', email: 'ada@example.com' },
+    }));
     for (let i = 0; i < 4; i++) {
       // Five requests per round (ping, two calls, two answers), so the answers alternate between instances.
       await client.ping();
@@ -120,7 +135,11 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
   it('restarting the non-owner instance mid-task loses nothing', async () => {
     const { client, steps, owner, mine } = await connect();
     const other = instances.find((i) => i.name !== owner)!;
-    const call = client.callTool({ name: 'long_task', arguments: { steps: 40, intervalMs: 40, closeEvery: 4, retryMs: 50 } }, CallToolResultSchema, { timeout: 45_000 });
+    const call = client.callTool(
+      { name: 'long_task', arguments: { steps: 40, intervalMs: 40, closeEvery: 4, retryMs: 50 } },
+      CallToolResultSchema,
+      { timeout: 45_000 },
+    );
     await until(() => steps.length >= 12 && resumesOf(mine()).some((r) => r.servedBy === other.name), 'a resume on the non-owner');
     const before = mine().length;
     await other.stop('SIGKILL');
@@ -136,9 +155,18 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     const old = await connect();
     await redis.stop();
     try {
-      const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+      const init = {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      };
       const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'long_task', arguments: { steps: 1, intervalMs: 0 } } };
-      const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+      const headers = {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+      };
       // Twice each, so both instances answer: a new session, and a call on the existing one (owner and not).
       for (let i = 0; i < 2; i++) {
         for (const [body, extra] of [
@@ -173,23 +201,37 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
         await new Promise((r) => setTimeout(r, 100));
       }
     }
-    const result = await fresh.client.callTool({ name: 'long_task', arguments: { steps: 8, intervalMs: 20, closeEvery: 2, retryMs: 50 } }, CallToolResultSchema, { timeout: 20_000 });
+    const result = await fresh.client.callTool(
+      { name: 'long_task', arguments: { steps: 8, intervalMs: 20, closeEvery: 2, retryMs: 50 } },
+      CallToolResultSchema,
+      { timeout: 20_000 },
+    );
     expect(result.content).toEqual([{ type: 'text', text: 'completed 8 steps' }]);
     expect(fresh.steps).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     // The old session too, on both instances, once its owner's heartbeat has rewritten its record.
     const list = () =>
       fetch(proxy.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': old.sessionId },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-11-25',
+          'mcp-session-id': old.sessionId,
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'ping' }),
       }).then(async (r) => (await r.text(), r.status));
     const reclaimBy = Date.now() + 10_000;
     while ((await list()) !== 200 || (await list()) !== 200) {
-      if (Date.now() > reclaimBy) throw new Error(`old session not served again: ${await list()} ${await list()} ${JSON.stringify(proxy.log.slice(-6))}\n${outputs()}`);
+      if (Date.now() > reclaimBy)
+        throw new Error(
+          `old session not served again: ${await list()} ${await list()} ${JSON.stringify(proxy.log.slice(-6))}\n${outputs()}`,
+        );
       await new Promise((r) => setTimeout(r, 100));
     }
     for (let i = 0; i < 2; i++) {
-      const again = await old.client.callTool({ name: 'long_task', arguments: { steps: 2, intervalMs: 0 } }, CallToolResultSchema, { timeout: 20_000 });
+      const again = await old.client.callTool({ name: 'long_task', arguments: { steps: 2, intervalMs: 0 } }, CallToolResultSchema, {
+        timeout: 20_000,
+      });
       expect(again.content).toEqual([{ type: 'text', text: 'completed 2 steps' }]);
     }
   }, 90_000);
@@ -198,7 +240,12 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     const { sessionId, owner } = await connect();
     const ownerInstance = instances.find((i) => i.name === owner)!;
     await ownerInstance.stop('SIGKILL');
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': sessionId };
+    const headers = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+      'mcp-session-id': sessionId,
+    };
     const body = JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} });
     // The owner's heartbeat key lives 3 beats (6 s) after its crash; until then the forward fails with 502.
     let res: Response;
@@ -214,7 +261,10 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     expect(await res.json()).toEqual({
       jsonrpc: '2.0',
       id: null,
-      error: { code: -32001, message: 'Session not found: it expired, was deleted, or the server instance that held it is gone; initialize a new session' },
+      error: {
+        code: -32001,
+        message: 'Session not found: it expired, was deleted, or the server instance that held it is gone; initialize a new session',
+      },
     });
     await ownerInstance.start();
   }, 60_000);

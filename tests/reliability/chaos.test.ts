@@ -130,13 +130,25 @@ async function chaosCall(session: RawSession, rng: Rng, id: number, tally: Tally
   const logs = got.filter((e) => e.message.method === 'notifications/message').map((e) => e.message.params.data.step);
   expect(logs, where).toEqual(Array.from({ length: steps }, (_, i) => i + 1));
   const results = got.filter((e) => e.message.id !== undefined);
-  expect(results.map((r) => r.message.id), where).toEqual([callId]);
+  expect(
+    results.map((r) => r.message.id),
+    where,
+  ).toEqual([callId]);
   expect(results[0]!.message.result.content[0].text).toBe(`completed ${steps} steps`);
   expect(got.at(-1)).toBe(results[0]);
 }
 
 async function runChaos(sut: ServerUnderTest, seed: number, cycles: number): Promise<Tally> {
-  const tally: Tally = { cycles: 0, connections: 0, cuts: 0, cutsBeforeResponse: 0, cutsInPriming: 0, serverCloses: 0, orphanedPosts: 0, events: 0 };
+  const tally: Tally = {
+    cycles: 0,
+    connections: 0,
+    cuts: 0,
+    cutsBeforeResponse: 0,
+    cutsInPriming: 0,
+    serverCloses: 0,
+    orphanedPosts: 0,
+    events: 0,
+  };
   const root = new Rng(seed);
   let next = 0;
   const lanes = Array.from({ length: LANES }, async (_, lane) => {
@@ -165,7 +177,14 @@ describe.each(adapters)('chaos: $name', (adapter) => {
   const variants: Array<{ store: string; cycles: number; make: () => EventStore; stats: (s: EventStore) => { streams: number } }> = [
     { store: 'memory store', cycles: CYCLES, make: () => new MemoryEventStore(), stats: (s) => (s as MemoryEventStore).stats() },
     ...(adapter.inProcess
-      ? [{ store: 'asynchronous ordered store', cycles: ASYNC_CYCLES, make: () => new QueuedStore(), stats: (s: EventStore) => (s as QueuedStore).inner.stats() }]
+      ? [
+          {
+            store: 'asynchronous ordered store',
+            cycles: ASYNC_CYCLES,
+            make: () => new QueuedStore(),
+            stats: (s: EventStore) => (s as QueuedStore).inner.stats(),
+          },
+        ]
       : []),
   ];
 

@@ -75,7 +75,10 @@ export class RawSse {
   endedHow: StreamEnd | undefined;
   readonly ended: Promise<StreamEnd>;
 
-  private constructor(private readonly req: ClientRequest, private readonly options: OpenOptions) {
+  private constructor(
+    private readonly req: ClientRequest,
+    private readonly options: OpenOptions,
+  ) {
     this.ended = new Promise((resolve) => (this.settle = resolve));
   }
 
@@ -176,7 +179,8 @@ export class RawSse {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (this.cursor < this.blocks.length) return this.blocks[this.cursor++]!;
-      if (this.endedHow !== undefined) throw new Error(`stream ended (${this.endedHow}) after ${this.blocks.length} blocks; raw:\n${this.raw.slice(-2000)}`);
+      if (this.endedHow !== undefined)
+        throw new Error(`stream ended (${this.endedHow}) after ${this.blocks.length} blocks; raw:\n${this.raw.slice(-2000)}`);
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`no SSE block within ${timeoutMs} ms; raw so far:\n${this.raw.slice(-2000)}`);
       await new Promise<void>((resolve) => {
@@ -224,7 +228,12 @@ export class RawSse {
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
 export function initialize(id: number | string = 0, protocolVersion = PROTOCOL) {
-  return { jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: { name: 'reliability', version: '1.0.0' } } };
+  return {
+    jsonrpc: '2.0',
+    id,
+    method: 'initialize',
+    params: { protocolVersion, capabilities: {}, clientInfo: { name: 'reliability', version: '1.0.0' } },
+  };
 }
 
 export function toolCall(id: number | string, name: string, args: Record<string, unknown> = {}) {
@@ -233,14 +242,22 @@ export function toolCall(id: number | string, name: string, args: Record<string,
 
 /** A session opened over raw HTTP, with the calls the suite needs. */
 export class RawSession {
-  constructor(readonly url: string, readonly sessionId: string, readonly extraHeaders: Record<string, string> = {}) {}
+  constructor(
+    readonly url: string,
+    readonly sessionId: string,
+    readonly extraHeaders: Record<string, string> = {},
+  ) {}
 
   get headers(): Record<string, string> {
     return { 'mcp-session-id': this.sessionId, 'mcp-protocol-version': PROTOCOL, ...this.extraHeaders };
   }
 
   static async open(url: string, extraHeaders: Record<string, string> = {}): Promise<RawSession> {
-    const init = await send(url, { method: 'POST', headers: { ...JSON_HEADERS, 'mcp-protocol-version': PROTOCOL, ...extraHeaders }, body: JSON.stringify(initialize()) });
+    const init = await send(url, {
+      method: 'POST',
+      headers: { ...JSON_HEADERS, 'mcp-protocol-version': PROTOCOL, ...extraHeaders },
+      body: JSON.stringify(initialize()),
+    });
     const sessionId = init.headers['mcp-session-id'];
     if (init.status !== 200 || typeof sessionId !== 'string') throw new Error(`initialize: ${init.status} ${init.text.slice(0, 300)}`);
     const session = new RawSession(url, sessionId, extraHeaders);

@@ -90,7 +90,11 @@ describe.each(adapters)('faults: $name', (adapter) => {
     const store = new MemoryEventStore();
     sut = await adapter.start(
       adapter.inProcess
-        ? { sessionIdleTtlMs: TTL, eventStore: store, server: servers.factory((server) => registerTicker(server, (ticks, reason) => stopped({ ticks, reason }))) }
+        ? {
+            sessionIdleTtlMs: TTL,
+            eventStore: store,
+            server: servers.factory((server) => registerTicker(server, (ticks, reason) => stopped({ ticks, reason }))),
+          }
         : { sessionIdleTtlMs: TTL },
     );
 
@@ -111,7 +115,9 @@ describe.each(adapters)('faults: $name', (adapter) => {
 
     // A client that leaves mid-call and stays away: the session expires, its tool is stopped.
     const away = await RawSession.open(sut.url);
-    const tool = adapter.inProcess ? toolCall(3, 'ticker', { intervalMs: 20 }) : toolCall(3, 'long_task', { steps: 100_000, intervalMs: 20, closeEvery: 1, retryMs: 60_000 });
+    const tool = adapter.inProcess
+      ? toolCall(3, 'ticker', { intervalMs: 20 })
+      : toolCall(3, 'long_task', { steps: 100_000, intervalMs: 20, closeEvery: 1, retryMs: 60_000 });
     const first = await away.postSse(tool);
     await first.next();
     await first.next();
@@ -128,14 +134,20 @@ describe.each(adapters)('faults: $name', (adapter) => {
       // after the session lookup and before it counts as activity, so asking does not keep it alive.
       const deadline = Date.now() + 15_000;
       for (;;) {
-        const probe = await send(away.url, { method: 'GET', headers: { ...away.headers, accept: 'text/event-stream', 'mcp-protocol-version': '1999-01-01' } });
+        const probe = await send(away.url, {
+          method: 'GET',
+          headers: { ...away.headers, accept: 'text/event-stream', 'mcp-protocol-version': '1999-01-01' },
+        });
         if (probe.status === 404) break;
         expect(probe.status).toBe(400);
         if (Date.now() > deadline) throw new Error('session did not expire');
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     }
-    const late = await send(away.url, { method: 'GET', headers: { ...away.headers, accept: 'text/event-stream', 'last-event-id': cursor } });
+    const late = await send(away.url, {
+      method: 'GET',
+      headers: { ...away.headers, accept: 'text/event-stream', 'last-event-id': cursor },
+    });
     expect(late.status).toBe(404);
     expect(jsonRpcError(late)).toMatchObject({ code: -32001, message: expect.stringMatching(/initialize a new session/) });
   });
@@ -146,7 +158,9 @@ describe.each(adapters)('faults: $name', (adapter) => {
     const call = await s.postSse(toolCall(5, 'long_task', { steps: 10_000, intervalMs: 20 }));
     await call.next();
     await call.next();
-    expect((await s.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 5, reason: 'user' } })).status).toBe(202);
+    expect((await s.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 5, reason: 'user' } })).status).toBe(
+      202,
+    );
     expect(await call.end()).toBe('server');
     expect(call.partial).toBe('');
     expect(call.messages.some((m) => m.message.id === 5)).toBe(false);
@@ -181,7 +195,9 @@ describe.each(adapters)('faults: $name', (adapter) => {
 
     const s = await RawSession.open(sut.url);
     const rss = rssSampler(sut.inProcess ? process.pid : listenerPid(Number(new URL(sut.url).port)));
-    const call = adapter.inProcess ? toolCall(2, 'burst', { count: total, size }) : toolCall(2, 'long_task', { steps: total, intervalMs: 0 });
+    const call = adapter.inProcess
+      ? toolCall(2, 'burst', { count: total, size })
+      : toolCall(2, 'long_task', { steps: total, intervalMs: 0 });
     const first = await s.postSse(call);
     await first.next();
     first.pause();
@@ -305,7 +321,7 @@ describe.each(inProcessAdapters)('shutdown and resume races: $name', (adapter) =
   it('handler.close() ends every open stream with a retry hint and nothing half-written; the HTTP server then closes by itself; later requests get 503', async () => {
     const retryMs = 1234;
     sut = await adapter.start({ retryMs });
-    const { s, standalone, running, resumed } = await openThreeStreams(sut.url, 5);
+    const { standalone, running, resumed } = await openThreeStreams(sut.url, 5);
 
     const { handler, server } = sut.inProcess!;
     await handler.close();
@@ -317,7 +333,11 @@ describe.each(inProcessAdapters)('shutdown and resume races: $name', (adapter) =
       for (const b of stream.blocks.slice(0, -1)) expect(b.id).toBeDefined();
     }
     // A request that slips in after close() must not start anything the shutdown would wait for.
-    const late = await send(sut.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(initialize()) });
+    const late = await send(sut.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify(initialize()),
+    });
     expect(late.status).toBe(503);
     expect(late.headers['retry-after']).toBeDefined();
     expect(jsonRpcError(late).code).toBe(-32000);

@@ -81,15 +81,33 @@ type Labelled<T> = { label: string; value: T };
 const part = <T>(label: string, value: T): Labelled<T> => ({ label, value });
 
 const hostArb = fc.oneof(
-  { weight: 12, arbitrary: fc.constantFrom('127.0.0.1:PORT', 'localhost:PORT', 'localhost', '[::1]:PORT', 'LOCALHOST:PORT').map((v) => part('ok', v)) },
-  { weight: 1, arbitrary: fc.constantFrom('evil.example', 'evil.example:PORT', 'localhost.evil.example:PORT', '127.0.0.1.nip.io:PORT').map((v) => part('foreign', v)) },
+  {
+    weight: 12,
+    arbitrary: fc.constantFrom('127.0.0.1:PORT', 'localhost:PORT', 'localhost', '[::1]:PORT', 'LOCALHOST:PORT').map((v) => part('ok', v)),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom('evil.example', 'evil.example:PORT', 'localhost.evil.example:PORT', '127.0.0.1.nip.io:PORT')
+      .map((v) => part('foreign', v)),
+  },
   { weight: 1, arbitrary: garbage.map((v) => part('foreign', v)) },
 );
 
 const originArb = fc.oneof(
   { weight: 10, arbitrary: fc.constant(part('none', undefined as string | undefined)) },
-  { weight: 4, arbitrary: fc.constantFrom('null', 'http://localhost:PORT', 'http://127.0.0.1:PORT', 'https://localhost', 'http://[::1]:PORT').map((v) => part('ok', v)) },
-  { weight: 1, arbitrary: fc.constantFrom('http://evil.example', 'http://localhost.evil.example', 'not a url', 'http://127.0.0.2').map((v) => part('foreign', v)) },
+  {
+    weight: 4,
+    arbitrary: fc
+      .constantFrom('null', 'http://localhost:PORT', 'http://127.0.0.1:PORT', 'https://localhost', 'http://[::1]:PORT')
+      .map((v) => part('ok', v)),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom('http://evil.example', 'http://localhost.evil.example', 'not a url', 'http://127.0.0.2')
+      .map((v) => part('foreign', v)),
+  },
   { weight: 1, arbitrary: garbage.map((v) => part('foreign', v)) },
 );
 
@@ -113,8 +131,16 @@ const acceptArb = fc.oneof(
 
 const contentTypeArb = fc.oneof(
   { weight: 12, arbitrary: fc.constant(part('ok', 'application/json' as string | undefined)) },
-  { weight: 2, arbitrary: fc.constantFrom('application/json; charset=utf-8', 'Application/JSON').map((v) => part('ok', v as string | undefined)) },
-  { weight: 2, arbitrary: fc.constantFrom('text/plain', 'application/jsonx', 'application/x-www-form-urlencoded', undefined).map((v) => part('bad', v)) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom('application/json; charset=utf-8', 'Application/JSON').map((v) => part('ok', v as string | undefined)),
+  },
+  {
+    weight: 2,
+    arbitrary: fc
+      .constantFrom('text/plain', 'application/jsonx', 'application/x-www-form-urlencoded', undefined)
+      .map((v) => part('bad', v)),
+  },
   { weight: 1, arbitrary: garbage.map((v) => part('bad', v as string | undefined)) },
 );
 
@@ -140,7 +166,10 @@ const cursorArb = fc.oneof(
   {
     weight: 2,
     arbitrary: fc
-      .tuple(fc.array(fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'), { minLength: 22, maxLength: 22 }), fc.integer({ min: 0, max: 100 }))
+      .tuple(
+        fc.array(fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'), { minLength: 22, maxLength: 22 }),
+        fc.integer({ min: 0, max: 100 }),
+      )
       .map(([chars, k]) => ({ ...part('guess', k), token: chars.join('') })),
   },
   { weight: 2, arbitrary: fc.constantFrom('malformed', 'leading-zero', 'duplicate', 'huge-seq').map((l) => part(l, 0)) },
@@ -174,7 +203,10 @@ function quickRequests(inProcess: boolean): fc.Arbitrary<{ method: string; param
     { method: 'tools/call', params: { name: inProcess ? 'whoami' : 'test_simple_text', arguments: {} } },
     { method: 'no/such/method', params: { x: 1 } },
     { method: 'tools/call', params: { name: 'test_simple_text', arguments: {}, _meta: { progressToken: 'p' } } },
-    { method: 'tools/call', params: { name: 'test_simple_text', arguments: {}, _meta: { 'io.modelcontextprotocol/related-task': { taskId: 't' } } } },
+    {
+      method: 'tools/call',
+      params: { name: 'test_simple_text', arguments: {}, _meta: { 'io.modelcontextprotocol/related-task': { taskId: 't' } } },
+    },
   );
 }
 
@@ -225,34 +257,64 @@ const nearMissArb = fc.oneof(
     42,
     'ping',
   ),
-  fc.record({ jsonrpc: fc.constant('2.0'), id: requestIdArb, method: fc.constant('ping') }, { requiredKeys: ['jsonrpc', 'method'] }).chain((base) =>
-    fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { minKeys: 1, maxKeys: 3 }).map((extra) => ({ ...extra, ...base })),
-  ),
+  fc
+    .record({ jsonrpc: fc.constant('2.0'), id: requestIdArb, method: fc.constant('ping') }, { requiredKeys: ['jsonrpc', 'method'] })
+    .chain((base) =>
+      fc
+        .dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { minKeys: 1, maxKeys: 3 })
+        .map((extra) => ({ ...extra, ...base })),
+    ),
 );
 
 function bodyArb(inProcess: boolean): fc.Arbitrary<Body> {
   const request = fc.tuple(requestIdArb, quickRequests(inProcess)).map(([id, r]) => json({ jsonrpc: '2.0', id, ...r }));
-  const notification = fc.constantFrom('notifications/initialized', 'notifications/cancelled', 'notifications/roots/list_changed', 'notifications/no_such').map((method) =>
-    json(method === 'notifications/cancelled' ? { jsonrpc: '2.0', method, params: { requestId: 999_999, reason: 'fuzz' } } : { jsonrpc: '2.0', method }),
-  );
+  const notification = fc
+    .constantFrom('notifications/initialized', 'notifications/cancelled', 'notifications/roots/list_changed', 'notifications/no_such')
+    .map((method) =>
+      json(
+        method === 'notifications/cancelled'
+          ? { jsonrpc: '2.0', method, params: { requestId: 999_999, reason: 'fuzz' } }
+          : { jsonrpc: '2.0', method },
+      ),
+    );
   const response = fc.oneof(
     requestIdArb.map((id) => json({ jsonrpc: '2.0', id, result: {} })),
     requestIdArb.map((id) => json({ jsonrpc: '2.0', id, error: { code: -1, message: 'no', data: [1] } })),
   );
   const init = fc.oneof(
     requestIdArb.map((id) => json(initialize(id))),
-    fc.constantFrom(
-      { jsonrpc: '2.0', id: 1, method: 'initialize' },
-      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '1999-01-01', capabilities: {}, clientInfo: { name: 'x', version: '1' } } },
-      { jsonrpc: '2.0', id: 1, method: 'initialize', params: [] },
-      { jsonrpc: '2.0', method: 'initialize' },
-      { method: 'initialize' },
-    ).map(json),
+    fc
+      .constantFrom(
+        { jsonrpc: '2.0', id: 1, method: 'initialize' },
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '1999-01-01', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        },
+        { jsonrpc: '2.0', id: 1, method: 'initialize', params: [] },
+        { jsonrpc: '2.0', method: 'initialize' },
+        { method: 'initialize' },
+      )
+      .map(json),
   );
-  const broken = fc.oneof(
-    fc.constantFrom('', ' ', '{', '{"jsonrpc": "2.0", "id": 1,', '[', 'nul', '{"a":1}}', '\u0000', '{"jsonrpc":"2.0","id":1,"method":"ping"', "{'jsonrpc':'2.0'}"),
-    fc.string({ maxLength: 60 }).filter((s) => !isJson(s)),
-  ).map((text): Body => ({ kind: 'parse', text }));
+  const broken = fc
+    .oneof(
+      fc.constantFrom(
+        '',
+        ' ',
+        '{',
+        '{"jsonrpc": "2.0", "id": 1,',
+        '[',
+        'nul',
+        '{"a":1}}',
+        '\u0000',
+        '{"jsonrpc":"2.0","id":1,"method":"ping"',
+        "{'jsonrpc':'2.0'}",
+      ),
+      fc.string({ maxLength: 60 }).filter((s) => !isJson(s)),
+    )
+    .map((text): Body => ({ kind: 'parse', text }));
   const batch = fc.array(fc.oneof(request, notification), { minLength: 0, maxLength: 4 }).map((items) => json(items.map((i) => i.value)));
   // Written out by hand: JSON.stringify itself runs out of stack on the deepest of these.
   const deep = fc.tuple(requestIdArb, fc.integer({ min: 10, max: 30_000 }), fc.boolean()).map(([id, depth, arrays]): Body => {
@@ -260,10 +322,23 @@ function bodyArb(inProcess: boolean): fc.Arbitrary<Body> {
     const nested = arrays ? `${'['.repeat(depth)}0${']'.repeat(depth)}` : `${'{"d":'.repeat(depth)}0${'}'.repeat(depth)}`;
     return { kind: 'message', text: JSON.stringify(value).replace('"DEEP"', nested), value };
   });
-  const oversized = fc.integer({ min: MAX_BODY + 1, max: 4 * MAX_BODY }).map((n): Body => ({ kind: 'oversized', text: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(n) } }) }));
+  const oversized = fc.integer({ min: MAX_BODY + 1, max: 4 * MAX_BODY }).map((n): Body => ({
+    kind: 'oversized',
+    text: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(n) } }),
+  }));
   const anyJson = fc.jsonValue({ maxDepth: 4 }).map(json);
   const anyMessage = fc
-    .record({ jsonrpc: fc.constantFrom('2.0', '2.0', '1.0'), id: fc.oneof(requestIdArb, fc.jsonValue({ maxDepth: 1 })), method: fc.oneof(fc.constantFrom('ping', 'tools/list', 'initialize'), fc.string()), params: fc.jsonValue({ maxDepth: 3 }), result: fc.jsonValue({ maxDepth: 2 }), error: fc.jsonValue({ maxDepth: 2 }) }, { requiredKeys: [] })
+    .record(
+      {
+        jsonrpc: fc.constantFrom('2.0', '2.0', '1.0'),
+        id: fc.oneof(requestIdArb, fc.jsonValue({ maxDepth: 1 })),
+        method: fc.oneof(fc.constantFrom('ping', 'tools/list', 'initialize'), fc.string()),
+        params: fc.jsonValue({ maxDepth: 3 }),
+        result: fc.jsonValue({ maxDepth: 2 }),
+        error: fc.jsonValue({ maxDepth: 2 }),
+      },
+      { requiredKeys: [] },
+    )
     .map(json);
   return fc.oneof(
     { weight: 10, arbitrary: request },
@@ -288,7 +363,6 @@ function isJson(text: string): boolean {
     return false;
   }
 }
-
 
 const methodArb = fc.oneof(
   { weight: 12, arbitrary: fc.constant('POST') },
@@ -342,7 +416,8 @@ function classify(value: unknown): 'request' | 'notification' | 'response' | 'in
   if (isJSONRPCRequest(value)) return method === '' ? 'invalid' : 'request';
   if (isJSONRPCNotification(value)) return method === '' ? 'invalid' : 'notification';
   // A response must name the request it answers.
-  if (isJSONRPCResultResponse(value) || isJSONRPCErrorResponse(value)) return (value as { id?: unknown }).id === undefined ? 'invalid' : 'response';
+  if (isJSONRPCResultResponse(value) || isJSONRPCErrorResponse(value))
+    return (value as { id?: unknown }).id === undefined ? 'invalid' : 'response';
   return 'invalid';
 }
 
@@ -368,7 +443,8 @@ function expected(c: Case, world: World, adapter: string): Expected {
     if (Buffer.byteLength(c.body.text) > MAX_BODY) return { status: 413, code: -32600 };
     if (c.body.kind === 'parse') return { status: 400, code: -32700 };
     const value = c.body.value;
-    const isInitialize = typeof value === 'object' && value !== null && !Array.isArray(value) && (value as { method?: unknown }).method === 'initialize';
+    const isInitialize =
+      typeof value === 'object' && value !== null && !Array.isArray(value) && (value as { method?: unknown }).method === 'initialize';
     if (isInitialize) {
       if (classify(value) !== 'request') return { status: 400, code: -32600 };
       if (c.session !== 'none') return { status: 400, code: -32600 };
@@ -417,7 +493,14 @@ function headersOf(c: Case, world: World): Record<string, string | string[]> {
   if (c.accept[0] !== undefined) h.accept = c.accept[0];
   if (c.contentType.value !== undefined) h['content-type'] = c.contentType.value;
   if (c.version !== undefined) h['mcp-protocol-version'] = c.version;
-  const session = { A: world.a.sessionId, none: undefined, empty: '', unknown: 'AAAAAAAAAAAAAAAAAAAAAA', duplicate: [world.a.sessionId, world.a.sessionId], garbage: 'x~../../etc/passwd' }[c.session];
+  const session = {
+    A: world.a.sessionId,
+    none: undefined,
+    empty: '',
+    unknown: 'AAAAAAAAAAAAAAAAAAAAAA',
+    duplicate: [world.a.sessionId, world.a.sessionId],
+    garbage: 'x~../../etc/passwd',
+  }[c.session];
   if (session !== undefined) h['mcp-session-id'] = session;
   const b = world.forbidden.find((f) => /^[A-Za-z0-9_-]{22}$/.test(f) && f !== world.b.sessionId)!;
   const cursor: string | string[] | undefined = {
@@ -442,7 +525,8 @@ async function runCase(c: Case, world: World, adapter: string): Promise<void> {
   const headers = headersOf(c, world);
   const body = ['POST', 'PUT', 'PATCH'].includes(c.method) ? c.body.text : undefined;
   const res = await RawSse.open(world.url, { method: c.method, headers, body }, { agent });
-  const where = () => `case ${JSON.stringify({ ...c, body: c.body.text.slice(0, 300) })}\nexpected ${JSON.stringify(want)}\ngot ${res.status} ${JSON.stringify(res.headers)}\n${res.raw.slice(0, 1500)}`;
+  const where = () =>
+    `case ${JSON.stringify({ ...c, body: c.body.text.slice(0, 300) })}\nexpected ${JSON.stringify(want)}\ngot ${res.status} ${JSON.stringify(res.headers)}\n${res.raw.slice(0, 1500)}`;
   try {
     if ('sse' in want && want.sse === 'open') {
       // A live stream never ends by itself: take its priming event, then leave.
@@ -460,7 +544,8 @@ async function runCase(c: Case, world: World, adapter: string): Promise<void> {
   }
   const text = res.raw;
   expect(res.status, where()).toBe(want.status);
-  for (const secret of world.forbidden) if (text.includes(secret)) throw new Error(`another session's data (${secret}) in the answer\n${where()}`);
+  for (const secret of world.forbidden)
+    if (text.includes(secret)) throw new Error(`another session's data (${secret}) in the answer\n${where()}`);
 
   if ('bare' in want || ('sse' in want && want.sse === 'open')) return;
   if ('code' in want) {
@@ -492,21 +577,30 @@ async function runCase(c: Case, world: World, adapter: string): Promise<void> {
   for (const m of messages) expect(splitId(m.id!).token, where()).toBe(token);
   if (want.sse === 'replay') {
     expect(priming.id, where()).toBe(`${world.aDone.token}.${want.from}`);
-    expect(messages.map((m) => m.raw), where()).toEqual(world.aDone.frames.slice(want.from));
+    expect(
+      messages.map((m) => m.raw),
+      where(),
+    ).toEqual(world.aDone.frames.slice(want.from));
     return;
   }
   const answers = messages.map((m) => JSON.parse(m.data!)).filter((m) => !('method' in m));
   if (want.sse === 'initialized') {
     const sessionId = res.headers['mcp-session-id'] as string;
     expect(sessionId, where()).toMatch(/^[A-Za-z0-9_-]{22}$/);
-    expect(answers.map((m) => m.id), where()).toEqual([want.id]);
+    expect(
+      answers.map((m) => m.id),
+      where(),
+    ).toEqual([want.id]);
     world.created++;
     const del = await new RawSession(world.url, sessionId).del();
     expect(del.status, where()).toBe(200);
     return;
   }
   expect(token === world.aDone.token || token === world.aStandalone, where()).toBe(false);
-  expect(answers.map((m) => m.id), where()).toEqual(want.ids);
+  expect(
+    answers.map((m) => m.id),
+    where(),
+  ).toEqual(want.ids);
   for (const a of answers) {
     const content = a.result?.content?.[0]?.text;
     if (typeof content === 'string' && content.startsWith('session:')) expect(content, where()).toBe(`session:${world.a.sessionId}`);
@@ -521,7 +615,11 @@ describe.each(adapters)('fuzz: $name', (adapter) => {
   beforeAll(async () => {
     sut = await adapter.start(
       adapter.inProcess
-        ? { maxBodyBytes: MAX_BODY, maxSessions: 1_000_000, server: servers.factory((server, sessionId) => (registerWhoami(server, sessionId), registerRemember(server))) }
+        ? {
+            maxBodyBytes: MAX_BODY,
+            maxSessions: 1_000_000,
+            server: servers.factory((server, sessionId) => (registerWhoami(server, sessionId), registerRemember(server))),
+          }
         : { maxBodyBytes: MAX_BODY, maxSessions: 1_000_000 },
     );
     const port = Number(new URL(sut.url).port);
@@ -543,9 +641,17 @@ describe.each(adapters)('fuzz: $name', (adapter) => {
           cases++;
           await runCase(c, world, adapter.name);
         }),
-        { numRuns: RUNS, seed: seed | 0, endOnFailure: !LONG, interruptAfterTimeLimit: LONG ? 3_000_000 : 120_000, markInterruptAsFailure: true },
+        {
+          numRuns: RUNS,
+          seed: seed | 0,
+          endOnFailure: !LONG,
+          interruptAfterTimeLimit: LONG ? 3_000_000 : 120_000,
+          markInterruptAsFailure: true,
+        },
       );
-      console.log(`[fuzz ${adapter.name}] ${cases} cases in ${Math.round(performance.now() - started)} ms; sessions created ${world.created}, A deleted ${world.deletedA} times`);
+      console.log(
+        `[fuzz ${adapter.name}] ${cases} cases in ${Math.round(performance.now() - started)} ms; sessions created ${world.created}, A deleted ${world.deletedA} times`,
+      );
 
       // The victim is intact and still served, and nothing piled up.
       const b = await world.b.postSse(toolCall(99, 'test_simple_text'));

@@ -13,7 +13,6 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { createMcpHandler, toFetchHandler, type McpHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { mcpKoa } from '@mcp-kit/koa';
-import { createFixtureServer } from '@mcp-kit/fixtures';
 import { adapters, type ServerUnderTest } from '../support/adapters.js';
 import { PROTOCOL } from '../support/sse.js';
 import { initialize, jsonRpcError, RawSession, RawSse, send, splitId, toolCall, type RawResponse } from './client.js';
@@ -90,8 +89,11 @@ describe.each(adapters)('replay isolation and id randomness: $name', (adapter) =
       await servers.closedAtLeast(1);
     } else {
       // A wrong protocol version is refused after the session lookup and is not activity.
-      for (const deadline = Date.now() + 15_000; ; ) {
-        const probe = await send(c.url, { method: 'GET', headers: { ...c.headers, accept: 'text/event-stream', 'mcp-protocol-version': '1999-01-01' } });
+      for (const deadline = Date.now() + 15_000; ;) {
+        const probe = await send(c.url, {
+          method: 'GET',
+          headers: { ...c.headers, accept: 'text/event-stream', 'mcp-protocol-version': '1999-01-01' },
+        });
         if (probe.status === 404) break;
         if (Date.now() > deadline) throw new Error('session C did not expire');
         await new Promise((resolve) => setTimeout(resolve, 100));
@@ -119,10 +121,15 @@ describe.each(adapters)('replay isolation and id randomness: $name', (adapter) =
       tokens.push(splitId(init.blocks[0]!.id!).token);
       expect((await new RawSession(sut.url, sessionId).del()).status).toBe(200);
     }
-    for (const [name, ids] of [['session ids', sessionIds], ['stream tokens', tokens]] as const) {
+    for (const [name, ids] of [
+      ['session ids', sessionIds],
+      ['stream tokens', tokens],
+    ] as const) {
       expect(new Set(ids).size, name).toBe(N);
       const fair = fairBits(ids);
-      console.log(`[ids ${adapter.name}] ${name}: ${ids[0]!.length} chars, ${fair.total} bit positions, ${fair.fair} look like fair coins over ${N} ids`);
+      console.log(
+        `[ids ${adapter.name}] ${name}: ${ids[0]!.length} chars, ${fair.total} bit positions, ${fair.fair} look like fair coins over ${N} ids`,
+      );
       expect(fair.fair, name).toBeGreaterThanOrEqual(128);
     }
   }, 120_000);
@@ -189,10 +196,14 @@ const authServers: Array<{ name: string; start(handler: McpHandler): Promise<Aut
     name: 'express',
     start(handler) {
       const app = express();
-      app.use('/mcp', (req, _res, next) => {
-        (req as typeof req & { auth?: AuthInfo }).auth = principal(req.headers.authorization);
-        next();
-      }, mcpExpress(handler));
+      app.use(
+        '/mcp',
+        (req, _res, next) => {
+          (req as typeof req & { auth?: AuthInfo }).auth = principal(req.headers.authorization);
+          next();
+        },
+        mcpExpress(handler),
+      );
       return serve(createServer(app), handler, 'express');
     },
   },
@@ -211,8 +222,15 @@ const authServers: Array<{ name: string; start(handler: McpHandler): Promise<Aut
   {
     name: 'web (toFetchHandler, as mcpNext uses it)',
     start(handler) {
-      const fetchHandler = toFetchHandler(handler, { getAuthInfo: (req) => principal(req.headers.get('authorization')), localAddress: '127.0.0.1' });
-      return serve(createServer((req, res) => void serveFetch(fetchHandler, req, res)), handler, 'web');
+      const fetchHandler = toFetchHandler(handler, {
+        getAuthInfo: (req) => principal(req.headers.get('authorization')),
+        localAddress: '127.0.0.1',
+      });
+      return serve(
+        createServer((req, res) => void serveFetch(fetchHandler, req, res)),
+        handler,
+        'web',
+      );
     },
   },
 ];
@@ -262,7 +280,10 @@ describe.each(authServers)('session hijack: $name', (target) => {
     for (const who of intruders) {
       const h = as(who);
       const attempts: Array<[string, Promise<RawResponse>]> = [
-        ['POST', send(server.url, { method: 'POST', headers: { ...JSON_POST, ...h }, body: JSON.stringify(toolCall(3, 'test_simple_text')) })],
+        [
+          'POST',
+          send(server.url, { method: 'POST', headers: { ...JSON_POST, ...h }, body: JSON.stringify(toolCall(3, 'test_simple_text')) }),
+        ],
         ['GET', send(server.url, { method: 'GET', headers: { ...h, accept: 'text/event-stream' } })],
         ['GET resume', send(server.url, { method: 'GET', headers: { ...h, accept: 'text/event-stream', 'last-event-id': call.ids[0]! } })],
         ['DELETE', send(server.url, { method: 'DELETE', headers: h })],
@@ -301,9 +322,11 @@ describe.each(adapters)('DNS rebinding allow-lists: $name', (adapter) => {
     if (origin) headers.origin = origin;
     const res = await RawSse.open(sut!.url, { method: 'POST', headers, body: JSON.stringify(initialize()) });
     await res.end();
-    if (res.status === 403) expect(JSON.parse(res.raw).error).toMatchObject({ code: -32000, message: expect.stringMatching(/DNS-rebinding|Host|Origin/) });
+    if (res.status === 403)
+      expect(JSON.parse(res.raw).error).toMatchObject({ code: -32000, message: expect.stringMatching(/DNS-rebinding|Host|Origin/) });
     const sessionId = res.headers['mcp-session-id'];
-    if (typeof sessionId === 'string') await send(sut!.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId, host: '127.0.0.1' } });
+    if (typeof sessionId === 'string')
+      await send(sut!.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId, host: '127.0.0.1' } });
     return res.status;
   }
 

@@ -23,7 +23,16 @@ function post(body, headers = {}, attempt = 1) {
   return new Promise((resolve, reject) => {
     const req = request(
       target,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL, ...headers } },
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': PROTOCOL,
+          ...headers,
+        },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -41,7 +50,12 @@ function post(body, headers = {}, attempt = 1) {
 }
 
 async function openSession() {
-  const init = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'load', version: '1' } } });
+  const init = await post({
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'load', version: '1' } },
+  });
   const sessionId = init.headers['mcp-session-id'];
   if (init.status !== 200 || !sessionId) throw new Error(`initialize: ${init.status} ${init.text.slice(0, 200)}`);
   const ack = await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { 'mcp-session-id': sessionId });
@@ -64,7 +78,8 @@ function openStream(sessionId) {
     socket.on('data', (chunk) => {
       stream.buffer += chunk;
       if (!stream.primed) {
-        if (!/^HTTP\/1\.1 200/.test(stream.buffer) && stream.buffer.includes('\r\n')) return reject(new Error(`GET: ${stream.buffer.slice(0, 200)}`));
+        if (!/^HTTP\/1\.1 200/.test(stream.buffer) && stream.buffer.includes('\r\n'))
+          return reject(new Error(`GET: ${stream.buffer.slice(0, 200)}`));
         if (stream.buffer.includes('data: \n\n')) {
           stream.primed = true;
           stream.buffer = '';
@@ -127,4 +142,3 @@ await new Promise((resolve) => {
     }
   }, 100);
 });
-

@@ -62,7 +62,10 @@ function lines(child: ReturnType<typeof spawn>) {
       }
       if (exited) throw new Error(`load client exited: ${stderr.slice(-2000)}`);
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`load client: nothing within ${timeoutMs} ms (last progress ${JSON.stringify(progress)}); stderr: ${stderr.slice(-2000)}`);
+      if (left <= 0)
+        throw new Error(
+          `load client: nothing within ${timeoutMs} ms (last progress ${JSON.stringify(progress)}); stderr: ${stderr.slice(-2000)}`,
+        );
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
         wake = () => (clearTimeout(t), resolve());
@@ -115,9 +118,20 @@ describe.each(adapters)('load: $name', (adapter) => {
       const before = rssOf(serverPid);
       const heapBefore = process.memoryUsage().heapUsed;
       const script = fileURLToPath(new URL('./load-client.mjs', import.meta.url));
-      const child = spawn('bash', ['-c', `ulimit -n ${clientLimit} && exec "${process.execPath}" "${script}" "$@"`, 'load-client', sut.url, String(IDLE_STREAMS), '2'], {
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
+      const child = spawn(
+        'bash',
+        [
+          '-c',
+          `ulimit -n ${clientLimit} && exec "${process.execPath}" "${script}" "$@"`,
+          'load-client',
+          sut.url,
+          String(IDLE_STREAMS),
+          '2',
+        ],
+        {
+          stdio: ['pipe', 'pipe', 'pipe'],
+        },
+      );
       const next = lines(child);
       try {
         const opened = await next(LONG ? 600_000 : 60_000);
@@ -132,7 +146,9 @@ describe.each(adapters)('load: $name', (adapter) => {
           before !== undefined && after !== undefined
             ? `server RSS ${mb(before)} → ${mb(after)} MB (+${mb(after - before)} MB, ${Math.round((after - before) / IDLE_STREAMS / 1024)} KiB per session with its stream${heap})`
             : 'server RSS n/a';
-        console.log(`[idle ${adapter.name}] ${IDLE_STREAMS} streams opened in ${opened.ms} ms (fd limits: this process ${soft}, client ${clientLimit}); every stream got ≥ 2 keep-alives within ${flowing.ms} ms; ${rss}`);
+        console.log(
+          `[idle ${adapter.name}] ${IDLE_STREAMS} streams opened in ${opened.ms} ms (fd limits: this process ${soft}, client ${clientLimit}); every stream got ≥ 2 keep-alives within ${flowing.ms} ms; ${rss}`,
+        );
       } finally {
         const exited = new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve)));
         child.stdin!.end();
@@ -153,7 +169,9 @@ describe.each(adapters)('load: $name', (adapter) => {
       const sessions = await Promise.all(Array.from({ length: Math.ceil(CONCURRENT_CALLS / perSession) }, () => RawSession.open(sut!.url)));
       const args = { steps: 20, intervalMs: 25, closeEvery: 5, retryMs: 50 };
       const started = performance.now();
-      const calls = await Promise.all(Array.from({ length: CONCURRENT_CALLS }, (_, i) => pollCall(sessions[i % sessions.length]!, 100 + i, args)));
+      const calls = await Promise.all(
+        Array.from({ length: CONCURRENT_CALLS }, (_, i) => pollCall(sessions[i % sessions.length]!, 100 + i, args)),
+      );
       const ms = Math.round(performance.now() - started);
       const steps = Array.from({ length: args.steps }, (_, i) => i + 1);
       for (const [i, call] of calls.entries()) {
@@ -162,7 +180,9 @@ describe.each(adapters)('load: $name', (adapter) => {
         expect(call.results[0].result.content[0].text).toBe(`completed ${args.steps} steps`);
       }
       const connections = calls.reduce((n, c) => n + c.connections, 0);
-      console.log(`[concurrent ${adapter.name}] ${CONCURRENT_CALLS} calls × ${args.steps} steps (${CONCURRENT_CALLS * (args.steps + 1)} events, ${connections} connections) all complete in ${ms} ms`);
+      console.log(
+        `[concurrent ${adapter.name}] ${CONCURRENT_CALLS} calls × ${args.steps} steps (${CONCURRENT_CALLS * (args.steps + 1)} events, ${connections} connections) all complete in ${ms} ms`,
+      );
       expect(sut.errors).toEqual([]);
     },
     LONG ? 600_000 : 60_000,
@@ -176,7 +196,11 @@ describe.each(adapters)('load: $name', (adapter) => {
     const working = pollCall(inside, 1, args);
     const storm = await Promise.all(
       Array.from({ length: cap * 2 }, async (_, i) => {
-        const res = await RawSse.open(sut!.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL }, body: JSON.stringify(initialize(i)) });
+        const res = await RawSse.open(sut!.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL },
+          body: JSON.stringify(initialize(i)),
+        });
         await res.end();
         return res;
       }),
@@ -188,7 +212,10 @@ describe.each(adapters)('load: $name', (adapter) => {
     for (const r of refused) {
       expect(r.status).toBe(503);
       expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
-      expect(jsonRpcError({ status: r.status, headers: r.headers, text: r.raw })).toMatchObject({ code: -32000, message: expect.stringMatching(/session limit/) });
+      expect(jsonRpcError({ status: r.status, headers: r.headers, text: r.raw })).toMatchObject({
+        code: -32000,
+        message: expect.stringMatching(/session limit/),
+      });
     }
     const call = await working;
     expect(call.steps).toEqual(Array.from({ length: args.steps }, (_, i) => i + 1));

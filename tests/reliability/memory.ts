@@ -52,4 +52,3 @@ export function rssOf(pid: number | undefined): number | undefined {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) * 1024 : undefined;
 }
-

@@ -19,7 +19,10 @@ export class SseStream {
   readonly done: Promise<void>;
   private readonly controller: AbortController;
 
-  constructor(readonly response: Response, controller: AbortController) {
+  constructor(
+    readonly response: Response,
+    controller: AbortController,
+  ) {
     this.controller = controller;
     this.done = this.pump();
   }
@@ -165,11 +168,19 @@ export function http(url: string): McpHttp {
 }
 
 export function initializeRequest(id: number | string = 1, protocolVersion = PROTOCOL) {
-  return { jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: { name: 'wire-test', version: '1.0.0' } } };
+  return {
+    jsonrpc: '2.0',
+    id,
+    method: 'initialize',
+    params: { protocolVersion, capabilities: {}, clientInfo: { name: 'wire-test', version: '1.0.0' } },
+  };
 }
 
 /** Initializes a session over raw HTTP; returns its id and the initialize stream. */
-export async function openSession(api: McpHttp, protocolVersion = PROTOCOL): Promise<{ sessionId: string; headers: Record<string, string> }> {
+export async function openSession(
+  api: McpHttp,
+  protocolVersion = PROTOCOL,
+): Promise<{ sessionId: string; headers: Record<string, string> }> {
   const stream = await api.postSse(initializeRequest(1, protocolVersion), { 'mcp-protocol-version': protocolVersion });
   const sessionId = stream.response.headers.get('mcp-session-id');
   if (!sessionId) throw new Error('no mcp-session-id on initialize');

@@ -43,8 +43,22 @@ const SHORT = {
 
 /** Each workload gets fresh server processes started with these settings (see servers/tools.mjs). */
 const WORKLOADS = [
-  { name: 'throughput', env: {}, floors: true, rounds: (c) => c.throughput.rounds, median: 'callsPerSec', run: (h, c) => throughput(h, c.throughput) },
-  { name: 'json', env: { BENCH_JSON: '1' }, floors: true, rounds: (c) => c.throughput.rounds, median: 'callsPerSec', run: (h, c) => throughput(h, c.throughput) },
+  {
+    name: 'throughput',
+    env: {},
+    floors: true,
+    rounds: (c) => c.throughput.rounds,
+    median: 'callsPerSec',
+    run: (h, c) => throughput(h, c.throughput),
+  },
+  {
+    name: 'json',
+    env: { BENCH_JSON: '1' },
+    floors: true,
+    rounds: (c) => c.throughput.rounds,
+    median: 'callsPerSec',
+    run: (h, c) => throughput(h, c.throughput),
+  },
   { name: 'burst', env: {}, floors: true, run: (h, c) => burst(h, c.burst) },
   // Room for 1M ~150-byte frames: the memory store's default maxBytes (64 MiB) would evict them.
   { name: 'resume', env: { BENCH_STORE_MAX_BYTES: String(4 * 1024 ** 3) }, run: (h, c) => resume(h, c.resume) },
@@ -85,7 +99,11 @@ function ensureNextBuild() {
   if (nextBuilt() && statSync(join(NEXT_DIR, '.next', 'BUILD_ID')).mtimeMs > sources) return;
   console.log('building the bench Next app (next build) ...');
   const nextBin = join(BENCH_ROOT, 'node_modules', 'next', 'dist', 'bin', 'next');
-  const r = spawnSync(process.execPath, [nextBin, 'build'], { cwd: NEXT_DIR, stdio: 'inherit', env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' } });
+  const r = spawnSync(process.execPath, [nextBin, 'build'], {
+    cwd: NEXT_DIR,
+    stdio: 'inherit',
+    env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' },
+  });
   if (r.status !== 0) throw new Error('next build of the bench app failed; run `npx -y pnpm@10.34.9 build` first');
 }
 
@@ -128,7 +146,12 @@ async function main() {
     load: {},
     results: {},
   };
-  console.log(`mcp-kit bench (${run.mode}): ${servers.map((s) => s.name).join(', ')}; node ${process.version}, ${run.machine.nproc} cores, load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(
+    `mcp-kit bench (${run.mode}): ${servers.map((s) => s.name).join(', ')}; node ${process.version}, ${run.machine.nproc} cores, load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
   const runHost = hostCpu();
   let runOwn = 0;
   for (const workload of workloads) {
@@ -138,30 +161,36 @@ async function main() {
     run.results[workload.name] = {};
     const rounds = workload.rounds?.(config) ?? 1;
     const byRound = {};
-    for (let round = 1; round <= rounds; round++) for (const server of servers) {
-      if (server.floor && !workload.floors) continue;
-      if (server.only && !server.only.includes(workload.name)) continue;
-      const env = { ...workload.env };
-      if (args.cpuProf) env.NODE_FLAGS = ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${workload.name}-${server.name}-${Date.now()}.cpuprofile`];
-      process.stdout.write(`  ${workload.name.padEnd(10)} ${server.name.padEnd(12)}${rounds > 1 ? ` (round ${round}/${rounds})` : ''} `);
-      const started = Date.now();
-      let handle;
-      try {
-        handle = await startServer(server, env);
-        const result = await workload.run(handle, config);
-        (byRound[server.name] ??= []).push(result);
-        process.stdout.write(`done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
-      } catch (error) {
-        (byRound[server.name] ??= []).push({ error: String(error?.stack ?? error) });
-        process.stdout.write(`FAILED: ${String(error?.message ?? error).split('\n')[0]}\n`);
-        if (handle) console.error(handle.output().slice(-2_000));
-      } finally {
-        if (handle) {
-          serverCpu += processCpuSeconds(handle.pid);
-          await handle.stop();
+    for (let round = 1; round <= rounds; round++)
+      for (const server of servers) {
+        if (server.floor && !workload.floors) continue;
+        if (server.only && !server.only.includes(workload.name)) continue;
+        const env = { ...workload.env };
+        if (args.cpuProf)
+          env.NODE_FLAGS = [
+            '--cpu-prof',
+            `--cpu-prof-dir=${profileDir}`,
+            `--cpu-prof-name=${workload.name}-${server.name}-${Date.now()}.cpuprofile`,
+          ];
+        process.stdout.write(`  ${workload.name.padEnd(10)} ${server.name.padEnd(12)}${rounds > 1 ? ` (round ${round}/${rounds})` : ''} `);
+        const started = Date.now();
+        let handle;
+        try {
+          handle = await startServer(server, env);
+          const result = await workload.run(handle, config);
+          (byRound[server.name] ??= []).push(result);
+          process.stdout.write(`done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+        } catch (error) {
+          (byRound[server.name] ??= []).push({ error: String(error?.stack ?? error) });
+          process.stdout.write(`FAILED: ${String(error?.message ?? error).split('\n')[0]}\n`);
+          if (handle) console.error(handle.output().slice(-2_000));
+        } finally {
+          if (handle) {
+            serverCpu += processCpuSeconds(handle.pid);
+            await handle.stop();
+          }
         }
       }
-    }
     for (const [name, results] of Object.entries(byRound)) run.results[workload.name][name] = medianRound(results, workload.median);
     const client = process.cpuUsage(clientBefore);
     const own = serverCpu + (client.user + client.system) / 1e6;

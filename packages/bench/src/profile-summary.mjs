@@ -8,7 +8,8 @@
 // per call (or per event) the workload measured, each bucket is also shown in µs per unit.
 import { readFileSync } from 'node:fs';
 
-const FRAMEWORK = /node_modules\/(?:\.pnpm\/)?(?:koa[\w-]*|@koa|express|router|body-parser|finalhandler|on-finished|parseurl|path-to-regexp|send|serve-static|accepts|type-is|content-type|cookies|statuses|http-errors|delegates|vary|fresh|negotiator|qs|proxy-addr|depd|debug)[@/]/;
+const FRAMEWORK =
+  /node_modules\/(?:\.pnpm\/)?(?:koa[\w-]*|@koa|express|router|body-parser|finalhandler|on-finished|parseurl|path-to-regexp|send|serve-static|accepts|type-is|content-type|cookies|statuses|http-errors|delegates|vary|fresh|negotiator|qs|proxy-addr|depd|debug)[@/]/;
 
 function bucketOf(url, name) {
   if (name === '(garbage collector)') return 'GC';
@@ -75,13 +76,22 @@ for (const [id, t] of selfByNode) {
   }
 }
 const busy = total - (byBucket.get('(idle)') ?? 0);
-const row = (t) => `${(t / 1000).toFixed(0).padStart(7)} ms ${((100 * t) / busy).toFixed(1).padStart(5)}%${perUnit === undefined ? '' : `${((t / busy) * perUnit).toFixed(2).padStart(8)} µs`}`;
+const row = (t) =>
+  `${(t / 1000).toFixed(0).padStart(7)} ms ${((100 * t) / busy).toFixed(1).padStart(5)}%${perUnit === undefined ? '' : `${((t / busy) * perUnit).toFixed(2).padStart(8)} µs`}`;
 const sorted = (map) => [...map].sort((a, b) => b[1] - a[1]);
 
-console.log(`${file}: ${(busy / 1000).toFixed(0)} ms busy of ${(total / 1000).toFixed(0)} ms; shares of busy time${perUnit === undefined ? '' : `, and of ${perUnit} µs per unit`}`);
+console.log(
+  `${file}: ${(busy / 1000).toFixed(0)} ms busy of ${(total / 1000).toFixed(0)} ms; shares of busy time${perUnit === undefined ? '' : `, and of ${perUnit} µs per unit`}`,
+);
 console.log('\nself time by bucket');
 for (const [b, t] of sorted(byBucket)) if (b !== '(idle)') console.log(`${row(t)}  ${b}`);
 console.log(`\ntop ${top} by self time`);
-for (const [l, t] of sorted(selfByFn).filter(([l]) => !l.startsWith('(idle)')).slice(0, top)) console.log(`${row(t)}  ${l}`);
+for (const [l, t] of sorted(selfByFn)
+  .filter(([l]) => !l.startsWith('(idle)'))
+  .slice(0, top))
+  console.log(`${row(t)}  ${l}`);
 console.log(`\ntop ${top} by total time`);
-for (const [l, t] of sorted(totalByFn).filter(([l]) => !l.startsWith('(idle)') && !l.startsWith('(root)')).slice(0, top)) console.log(`${row(t)}  ${l}`);
+for (const [l, t] of sorted(totalByFn)
+  .filter(([l]) => !l.startsWith('(idle)') && !l.startsWith('(root)'))
+  .slice(0, top))
+  console.log(`${row(t)}  ${l}`);

@@ -33,7 +33,9 @@ function label(name) {
 
 /** One row per server that ran the workload; failed runs show their error. */
 function rows(byServer, cells) {
-  return Object.entries(byServer ?? {}).map(([name, r]) => (r.error ? [label(name), `failed: ${r.error.split('\n')[0].slice(0, 80)}`] : [label(name), ...cells(r, byServer, name)]));
+  return Object.entries(byServer ?? {}).map(([name, r]) =>
+    r.error ? [label(name), `failed: ${r.error.split('\n')[0].slice(0, 80)}`] : [label(name), ...cells(r, byServer, name)],
+  );
 }
 
 /** This server's value over its framework's floor (bare handler on the same framework), if measured. */
@@ -63,7 +65,9 @@ export function renderTables(run) {
   ]) {
     if (!R[key]) continue;
     const rounds = cfg.throughput.rounds > 1 ? `; median of ${cfg.throughput.rounds} rounds` : '';
-    out.push(`### tools/call throughput, ${title} (${cfg.throughput.sessions} sessions, ${cfg.throughput.inFlight} calls in flight, ${cfg.throughput.durationMs / 1000} s${rounds})\n`);
+    out.push(
+      `### tools/call throughput, ${title} (${cfg.throughput.sessions} sessions, ${cfg.throughput.inFlight} calls in flight, ${cfg.throughput.durationMs / 1000} s${rounds})\n`,
+    );
     out.push(
       table(
         ['server', 'calls/s', '÷ sdk', '÷ bare', '÷ own floor', 'p50 ms', 'p99 ms', 'p99 ÷ sdk', 'server CPU µs/call', 'errors'],
@@ -81,7 +85,9 @@ export function renderTables(run) {
     out.push('');
   }
   if (R.burst) {
-    out.push(`### burst: one call, ${cfg.burst.events.toLocaleString('en-US')} ~100-byte log notifications on its POST stream (median of ${cfg.burst.reps})\n`);
+    out.push(
+      `### burst: one call, ${cfg.burst.events.toLocaleString('en-US')} ~100-byte log notifications on its POST stream (median of ${cfg.burst.reps})\n`,
+    );
     out.push(
       table(
         ['server', 'events/s', '÷ sdk', '÷ bare', '÷ own floor', 'MB/s', '÷ sdk', '÷ bare', 'bytes/event', 'server CPU µs/event'],
@@ -104,7 +110,16 @@ export function renderTables(run) {
     out.push(`### resume: replay 100 events after a cursor while the store holds other streams' events (median ms per resume)\n`);
     out.push(
       table(
-        ['server', ...sizes.map((s) => `server @${short(s)}`), sizes.length > 1 ? `server ${short(big)}÷${short(small)}` : '', ...sizes.map((s) => `e2e @${short(s)}`), sizes.length > 1 ? `e2e ${short(big)}÷${short(small)}` : '', `server @${short(big)} ÷ sdk`, 'samples', 'replay complete, in order'].filter(Boolean),
+        [
+          'server',
+          ...sizes.map((s) => `server @${short(s)}`),
+          sizes.length > 1 ? `server ${short(big)}÷${short(small)}` : '',
+          ...sizes.map((s) => `e2e @${short(s)}`),
+          sizes.length > 1 ? `e2e ${short(big)}÷${short(small)}` : '',
+          `server @${short(big)} ÷ sdk`,
+          'samples',
+          'replay complete, in order',
+        ].filter(Boolean),
         rows(R.resume, (r, all) => [
           ...sizes.map((s) => num(resumeAt(r, s)?.serverMs)),
           ...(sizes.length > 1 ? [ratio(resumeAt(r, big)?.serverMs, resumeAt(r, small)?.serverMs)] : []),
@@ -119,10 +134,24 @@ export function renderTables(run) {
     out.push('');
   }
   if (R.memory) {
-    out.push(`### memory: RSS growth per session (${cfg.memory.sessions.toLocaleString('en-US')} sessions) and per idle GET stream (${cfg.memory.streams.toLocaleString('en-US')} streams), after GC\n`);
+    out.push(
+      `### memory: RSS growth per session (${cfg.memory.sessions.toLocaleString('en-US')} sessions) and per idle GET stream (${cfg.memory.streams.toLocaleString('en-US')} streams), after GC\n`,
+    );
     out.push(
       table(
-        ['server', 'RSS KiB/session', '÷ sdk', '÷ bare', 'heap KiB/session', '÷ sdk', 'RSS KiB/GET stream', '÷ sdk', '÷ bare', 'heap KiB/GET stream', '÷ own floor'],
+        [
+          'server',
+          'RSS KiB/session',
+          '÷ sdk',
+          '÷ bare',
+          'heap KiB/session',
+          '÷ sdk',
+          'RSS KiB/GET stream',
+          '÷ sdk',
+          '÷ bare',
+          'heap KiB/GET stream',
+          '÷ own floor',
+        ],
         rows(R.memory, (r, all, name) => [
           ...withRatios(kib(r.rssPerSessionBytes), all, (x) => kib(x.rssPerSessionBytes)),
           num(kib(r.heapPerSessionBytes)),
@@ -137,14 +166,18 @@ export function renderTables(run) {
   }
   if (R.polling) {
     const p = cfg.polling;
-    out.push(`### polling through the SDK client: ${p.clients} clients × long_task { steps: ${p.steps}, intervalMs: ${p.intervalMs}, closeEvery: ${p.closeEvery}, retryMs: ${p.retryMs} }\n`);
+    out.push(
+      `### polling through the SDK client: ${p.clients} clients × long_task { steps: ${p.steps}, intervalMs: ${p.intervalMs}, closeEvery: ${p.closeEvery}, retryMs: ${p.retryMs} }\n`,
+    );
     out.push(
       table(
         ['server', 'events/s', '÷ sdk', '÷ bare', 'reconnections/s', '÷ sdk', '÷ bare', 'each event exactly once, in order'],
         rows(R.polling, (r, all) => [
           ...withRatios(r.eventsPerSec, all, (x) => x.eventsPerSec),
           ...withRatios(r.reconnectionsPerSec, all, (x) => x.reconnectionsPerSec),
-          r.exactlyOnceInOrder ? 'yes' : `no (${r.events.toLocaleString('en-US')} of ${(r.clients * r.steps).toLocaleString('en-US')} events)`,
+          r.exactlyOnceInOrder
+            ? 'yes'
+            : `no (${r.events.toLocaleString('en-US')} of ${(r.clients * r.steps).toLocaleString('en-US')} events)`,
         ]),
       ),
     );
@@ -153,7 +186,12 @@ export function renderTables(run) {
   const targets = evaluateTargets(run);
   if (targets.length) {
     out.push('### targets (issue 5)\n');
-    out.push(table(['target', ...KIT.filter((k) => targets[0].byServer[k] !== undefined).map(label)], targets.map((t) => [t.target, ...KIT.filter((k) => t.byServer[k] !== undefined).map((k) => t.byServer[k])])));
+    out.push(
+      table(
+        ['target', ...KIT.filter((k) => targets[0].byServer[k] !== undefined).map(label)],
+        targets.map((t) => [t.target, ...KIT.filter((k) => t.byServer[k] !== undefined).map((k) => t.byServer[k])]),
+      ),
+    );
     out.push('');
   }
   return out.join('\n');
@@ -227,7 +265,10 @@ export function evaluateTargets(run) {
     add('RSS (and heap) ≤ 5 KiB per idle GET stream', (k) => {
       const r = R.memory[k];
       if (!good(r)) return '–';
-      return ok(r.rssPerStreamBytes <= 5 * 1024 && r.heapPerStreamBytes <= 5 * 1024, `RSS ${num(kib(r.rssPerStreamBytes))} KiB, heap ${num(kib(r.heapPerStreamBytes))} KiB`);
+      return ok(
+        r.rssPerStreamBytes <= 5 * 1024 && r.heapPerStreamBytes <= 5 * 1024,
+        `RSS ${num(kib(r.rssPerStreamBytes))} KiB, heap ${num(kib(r.heapPerStreamBytes))} KiB`,
+      );
     });
   }
   return targets;
@@ -249,7 +290,9 @@ export function renderLimits(run) {
   }
   const sdkBurst = v('burst', 'sdk', 'eventsPerSec');
   if (sdkBurst !== undefined) {
-    lines.push(`- **burst**: bare node:http streams ${num(v('burst', 'bare', 'eventsPerSec'))} events/s, ${x(v('burst', 'bare', 'eventsPerSec'), sdkBurst)} the SDK; "15× sdk" is only reachable where bare itself is well above 15×.`);
+    lines.push(
+      `- **burst**: bare node:http streams ${num(v('burst', 'bare', 'eventsPerSec'))} events/s, ${x(v('burst', 'bare', 'eventsPerSec'), sdkBurst)} the SDK; "15× sdk" is only reachable where bare itself is well above 15×.`,
+    );
   }
   const ref = run.reference?.mcpServerHeapBytes;
   if (ref !== undefined && R.memory) {

@@ -5,7 +5,15 @@ import type { ReplayResult, StreamListener, StreamSubscription } from './events/
 import { ErrorCode, errorBody, reject, type Rejection } from './http/errors.js';
 import { allowsBatches, parseMessages, type ParsedBody } from './http/messages.js';
 import type { CoreRequest, CoreResponder, OutHeaders } from './http/port.js';
-import { checkAccept, checkContentType, checkHostAndOrigin, checkMethod, checkProtocolVersion, header, isLoopbackAddress } from './http/rules.js';
+import {
+  checkAccept,
+  checkContentType,
+  checkHostAndOrigin,
+  checkMethod,
+  checkProtocolVersion,
+  header,
+  isLoopbackAddress,
+} from './http/rules.js';
 import { resolveOptions, type ConnectableServer, type McpHandlerOptions, type ResolvedOptions } from './options.js';
 import { FORWARDED_HEADER, type SessionCluster, type SessionOwner } from './session/cluster.js';
 import { SessionRegistry } from './session/registry.js';
@@ -90,7 +98,12 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
    * request another instance forwarded here as to the owner is never bounced on.
    */
   function maybeElsewhere(found: Session | Rejection, req: CoreRequest): found is Rejection {
-    return opts.cluster !== undefined && !('sessionId' in found) && found.code === ErrorCode.SessionNotFound && header(req.headers, FORWARDED_HEADER) === undefined;
+    return (
+      opts.cluster !== undefined &&
+      !('sessionId' in found) &&
+      found.code === ErrorCode.SessionNotFound &&
+      header(req.headers, FORWARDED_HEADER) === undefined
+    );
   }
 
   /** Asks the cluster who owns a session that is not here: another instance (forward, or resume from the shared store), or nobody (404). */
@@ -105,7 +118,11 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       return unavailable('the session directory');
     }
     if (!owner || owner.self) {
-      return reject(404, ErrorCode.SessionNotFound, 'Session not found: it expired, was deleted, or the server instance that held it is gone; initialize a new session');
+      return reject(
+        404,
+        ErrorCode.SessionNotFound,
+        'Session not found: it expired, was deleted, or the server instance that held it is gone; initialize a new session',
+      );
     }
     if (owner.principal !== undefined && owner.principal !== principalOf(req.authInfo)) {
       return reject(403, ErrorCode.ServerError, 'Forbidden: this session belongs to another principal');
@@ -118,10 +135,19 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
   /** Serves a request for another instance's session there, relaying its answer. */
   async function forward(req: CoreRequest, res: CoreResponder, session: RemoteSession, body: string | undefined): Promise<void> {
     try {
-      await (opts.cluster as SessionCluster).forward(session.remote, { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url }, res);
+      await (opts.cluster as SessionCluster).forward(
+        session.remote,
+        { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url },
+        res,
+      );
     } catch (error) {
       opts.onError(asError(error, `forwarding to instance ${session.remote.instanceId} failed`));
-      fail(res, reject(502, ErrorCode.ServerError, 'Bad Gateway: the server instance that owns this session did not answer; retry later', { 'retry-after': '1' }));
+      fail(
+        res,
+        reject(502, ErrorCode.ServerError, 'Bad Gateway: the server instance that owns this session did not answer; retry later', {
+          'retry-after': '1',
+        }),
+      );
     }
   }
 
@@ -220,7 +246,8 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
 
     if (opts.stateless) return postStateless(req, res, body);
 
-    const isInitialize = !Array.isArray(body) && typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize';
+    const isInitialize =
+      !Array.isArray(body) && typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize';
     if (isInitialize) return initialize(req, res, body);
 
     let found: Session | Rejection | RemoteSession = lookup(req);
@@ -232,7 +259,11 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     if (!parsed.ok) return fail(res, parsed);
     if (session.hibernated && !(await wake(session, res))) return;
     for (const id of parsed.requestIds) {
-      if (session.isInFlight(id)) return fail(res, reject(400, ErrorCode.InvalidRequest, `Invalid Request: request id ${JSON.stringify(id)} is already in flight in this session`));
+      if (session.isInFlight(id))
+        return fail(
+          res,
+          reject(400, ErrorCode.InvalidRequest, `Invalid Request: request id ${JSON.stringify(id)} is already in flight in this session`),
+        );
     }
     if (parsed.requestIds.length === 0) {
       session.dispatch(parsed.messages, inboundOf(req));
@@ -245,12 +276,21 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     const parsed = parseMessages(body, false);
     if (!parsed.ok) return fail(res, parsed);
     // Without an id nothing answers it: a session would open on a stream that never ends.
-    if (!parsed.initialize) return fail(res, reject(400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must be a request, with an "id"'));
+    if (!parsed.initialize)
+      return fail(res, reject(400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must be a request, with an "id"'));
     if (header(req.headers, 'mcp-session-id') !== undefined) {
-      return fail(res, reject(400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must not carry Mcp-Session-Id; it starts a new session'));
+      return fail(
+        res,
+        reject(400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must not carry Mcp-Session-Id; it starts a new session'),
+      );
     }
     if (registry.full) {
-      return fail(res, reject(503, ErrorCode.ServerError, `Service Unavailable: the session limit (${opts.maxSessions}) is reached; retry later`, { 'retry-after': '5' }));
+      return fail(
+        res,
+        reject(503, ErrorCode.ServerError, `Service Unavailable: the session limit (${opts.maxSessions}) is reached; retry later`, {
+          'retry-after': '5',
+        }),
+      );
     }
     const session = registry.create();
     session.owner = principalOf(req.authInfo);
@@ -295,7 +335,10 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
   function storeFailed(session: Session, stream: Stream, res: CoreResponder, error: unknown): false {
     session.dropStream(stream);
     opts.onError(asError(error, 'event store createStream failed'));
-    fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }));
+    fail(
+      res,
+      reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }),
+    );
     return false;
   }
 
@@ -383,7 +426,10 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
   async function resume(req: CoreRequest, res: CoreResponder, session: Session, lastEventId: string, modern: boolean): Promise<void> {
     const cursor = parseEventId(lastEventId);
     if (!cursor) {
-      return fail(res, reject(400, ErrorCode.InvalidRequest, `Bad Request: malformed Last-Event-ID ${JSON.stringify(lastEventId.slice(0, 80))}`));
+      return fail(
+        res,
+        reject(400, ErrorCode.InvalidRequest, `Bad Request: malformed Last-Event-ID ${JSON.stringify(lastEventId.slice(0, 80))}`),
+      );
     }
     const sessionId = session.sessionId as string;
     let result: ReplayResult;
@@ -391,7 +437,10 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       result = await opts.eventStore.replayAfter(sessionId, cursor.streamId, cursor.seq);
     } catch (error) {
       opts.onError(asError(error, 'event store replay failed'));
-      return fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }));
+      return fail(
+        res,
+        reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }),
+      );
     }
     if (!result.ok) return fail(res, replayRejection(result.reason));
     let last = result.lastSeq;
@@ -451,7 +500,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     if (!result.ok) return fail(res, replayRejection(result.reason));
     // The pace the tool last set (closeSSEStream), where the store keeps it; else the handler's.
     const retryMs = result.retryMs ?? opts.retryMs;
-    let conn: SseConnection | undefined;
+    let conn: SseConnection | undefined = undefined;
     // Frames the subscription delivers before the response exists; at most one store round trip's worth.
     const early: Array<[frame: string, seq: number, final: boolean]> = [];
     let ended: { retryMs: number | undefined } | undefined;
@@ -481,7 +530,12 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
         return fail(res, unavailable('the event store'));
       }
     }
-    const live = new SseConnection(res.stream({ ...SSE_HEADERS, 'mcp-session-id': session.id }), opts.maxBufferedBytes, (c) => c.end(retryMs), Date.now());
+    const live = new SseConnection(
+      res.stream({ ...SSE_HEADERS, 'mcp-session-id': session.id }),
+      opts.maxBufferedBytes,
+      (c) => c.end(retryMs),
+      Date.now(),
+    );
     registry.live.add(live);
     const timers: Array<ReturnType<typeof setTimeout>> = [];
     live.onClose(() => {
@@ -543,7 +597,10 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
   async function handle(req: CoreRequest, res: CoreResponder): Promise<void> {
     if (closing) {
       const retryAfter = String(Math.max(1, Math.ceil(opts.retryMs / 1000)));
-      return fail(res, reject(503, ErrorCode.ServerError, 'Service Unavailable: the server is shutting down; retry later', { 'retry-after': retryAfter }));
+      return fail(
+        res,
+        reject(503, ErrorCode.ServerError, 'Service Unavailable: the server is shutting down; retry later', { 'retry-after': retryAfter }),
+      );
     }
     const method = req.method.toUpperCase();
     const allowed = checkMethod(method, opts.stateless);
@@ -586,8 +643,16 @@ function malformedCursor(lastEventId: string): Rejection {
 
 function replayRejection(reason: 'unknown' | 'evicted'): Rejection {
   return reason === 'evicted'
-    ? reject(410, ErrorCode.ServerError, 'Gone: the events after this Last-Event-ID were evicted by the event store retention limits; this stream cannot be resumed without loss')
-    : reject(404, ErrorCode.ServerError, "Not Found: Last-Event-ID names no event of this session (unknown, another session's, or past the end of its stream)");
+    ? reject(
+        410,
+        ErrorCode.ServerError,
+        'Gone: the events after this Last-Event-ID were evicted by the event store retention limits; this stream cannot be resumed without loss',
+      )
+    : reject(
+        404,
+        ErrorCode.ServerError,
+        "Not Found: Last-Event-ID names no event of this session (unknown, another session's, or past the end of its stream)",
+      );
 }
 
 function principalOf(authInfo: AuthInfo | undefined): string | undefined {

@@ -131,7 +131,8 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     jsonResponse: options.jsonResponse ?? false,
     eventStore: isEventStore(store) ? store : new MemoryEventStore(store ?? {}),
     keepAliveMs: nonNegative(options.keepAliveMs ?? 15_000, 'keepAliveMs'),
-    maxStreamDurationMs: options.maxStreamDurationMs === undefined ? undefined : positive(options.maxStreamDurationMs, 'maxStreamDurationMs'),
+    maxStreamDurationMs:
+      options.maxStreamDurationMs === undefined ? undefined : positive(options.maxStreamDurationMs, 'maxStreamDurationMs'),
     sessionIdleTtlMs: positive(options.sessionIdleTtlMs ?? 30 * 60_000, 'sessionIdleTtlMs'),
     hibernateAfterMs: options.hibernateAfterMs === undefined ? undefined : nonNegative(options.hibernateAfterMs, 'hibernateAfterMs'),
     maxSessions: positive(options.maxSessions ?? 10_000, 'maxSessions'),
@@ -151,11 +152,13 @@ function isEventStore(value: unknown): value is EventStore {
 }
 
 function nonNegative(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 0) throw new RangeError(`createMcpHandler: ${name} must be a non-negative integer (ms), got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 0)
+    throw new RangeError(`createMcpHandler: ${name} must be a non-negative integer (ms), got ${String(value)}`);
   return value;
 }
 
 function positive(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`createMcpHandler: ${name} must be a positive integer, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new RangeError(`createMcpHandler: ${name} must be a positive integer, got ${String(value)}`);
   return value;
 }

@@ -74,8 +74,18 @@ describe('MemoryEventStore: per-stream cap (maxEventsPerStream)', () => {
     const store = new MemoryEventStore({ maxEventsPerStream: 10 });
     fill(store, A, 1, 5_000);
     expect(store.stats()).toEqual({ streams: 1, events: 10, bytes: frames(A, 4_991, 5_000).join('').length });
-    expect(store.replayAfter(S1, A.streamId, 4_990)).toEqual({ ok: true, frames: frames(A, 4_991, 5_000), lastSeq: 5_000, complete: false });
-    expect(store.replayAfter(S1, A.streamId, 4_995)).toEqual({ ok: true, frames: frames(A, 4_996, 5_000), lastSeq: 5_000, complete: false });
+    expect(store.replayAfter(S1, A.streamId, 4_990)).toEqual({
+      ok: true,
+      frames: frames(A, 4_991, 5_000),
+      lastSeq: 5_000,
+      complete: false,
+    });
+    expect(store.replayAfter(S1, A.streamId, 4_995)).toEqual({
+      ok: true,
+      frames: frames(A, 4_996, 5_000),
+      lastSeq: 5_000,
+      complete: false,
+    });
     expect(store.replayAfter(S1, A.streamId, 4_989)).toEqual({ ok: false, reason: 'evicted' });
   });
 });
@@ -236,7 +246,11 @@ describe('MemoryEventStore: deleteSession', () => {
     fill(store, A, 1, 3);
     fill(store, B, 1, 2);
     fill(store, C, 1, 4);
-    expect(store.stats()).toEqual({ streams: 3, events: 9, bytes: [...frames(A, 1, 3), ...frames(B, 1, 2), ...frames(C, 1, 4)].join('').length });
+    expect(store.stats()).toEqual({
+      streams: 3,
+      events: 9,
+      bytes: [...frames(A, 1, 3), ...frames(B, 1, 2), ...frames(C, 1, 4)].join('').length,
+    });
     store.deleteSession(S1);
     expect(store.stats()).toEqual({ streams: 1, events: 4, bytes: frames(C, 1, 4).join('').length });
     expect(store.replayAfter(S1, A.streamId, 0)).toEqual({ ok: false, reason: 'unknown' });
@@ -376,8 +390,18 @@ describe('MemoryEventStore: replay does not depend on store size', () => {
     }
     expect(targetSeq).toBe(100);
     expect(store.stats()).toEqual({ streams: 201, events: 200_100, bytes: 200_000 + frames(target, 1, 100).join('').length });
-    expect(store.replayAfter('target', target.streamId, 97)).toEqual({ ok: true, frames: frames(target, 98, 100), lastSeq: 100, complete: false });
-    expect(store.replayAfter('target', target.streamId, 0)).toEqual({ ok: true, frames: frames(target, 1, 100), lastSeq: 100, complete: false });
+    expect(store.replayAfter('target', target.streamId, 97)).toEqual({
+      ok: true,
+      frames: frames(target, 98, 100),
+      lastSeq: 100,
+      complete: false,
+    });
+    expect(store.replayAfter('target', target.streamId, 0)).toEqual({
+      ok: true,
+      frames: frames(target, 1, 100),
+      lastSeq: 100,
+      complete: false,
+    });
     expect(store.replayAfter('target', target.streamId, 100)).toEqual({ ok: true, frames: [], lastSeq: 100, complete: false });
   });
 });

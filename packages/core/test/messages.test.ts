@@ -69,7 +69,12 @@ describe('parseMessages: rejections (400, -32600)', () => {
       'Invalid Request: JSON-RPC batches are not supported by this protocol version (2025-06-18 and later); send one message per POST',
     );
     // Also an empty one: the batch itself is what is refused.
-    expect(parseMessages([], false)).toMatchObject({ ok: false, status: 400, code: -32600, message: expect.stringContaining('batches are not supported') });
+    expect(parseMessages([], false)).toMatchObject({
+      ok: false,
+      status: 400,
+      code: -32600,
+      message: expect.stringContaining('batches are not supported'),
+    });
   });
 
   it('an empty batch', () => {
@@ -102,7 +107,11 @@ describe('parseMessages: rejections (400, -32600)', () => {
     }
     // Responses too.
     expectInvalid({ jsonrpc: '2.0', id: 0.5, result: {} }, false, 'Invalid Request: "id" must be a string or an integer');
-    expectInvalid({ jsonrpc: '2.0', id: null, error: { code: -1, message: 'x' } }, false, 'Invalid Request: "id" must be a string or an integer');
+    expectInvalid(
+      { jsonrpc: '2.0', id: null, error: { code: -1, message: 'x' } },
+      false,
+      'Invalid Request: "id" must be a string or an integer',
+    );
   });
 
   it('a method that is not a non-empty string', () => {
@@ -124,26 +133,42 @@ describe('parseMessages: rejections (400, -32600)', () => {
     expectInvalid({ jsonrpc: '2.0', id: 1, method: 'x', result: {} }, false, 'Invalid Request: unexpected member "result"');
     expectInvalid({ jsonrpc: '2.0', method: 'x', id2: 1 }, false, 'Invalid Request: unexpected member "id2"');
     expectInvalid({ jsonrpc: '2.0', id: 1, result: {}, params: {} }, false, 'Invalid Request: unexpected member "params"');
-    for (const _meta of [null, 5, []]) expectInvalid({ jsonrpc: '2.0', id: 1, method: 'x', params: { _meta } }, false, 'Invalid Request: "params._meta" must be an object');
+    for (const _meta of [null, 5, []])
+      expectInvalid({ jsonrpc: '2.0', id: 1, method: 'x', params: { _meta } }, false, 'Invalid Request: "params._meta" must be an object');
     for (const progressToken of [1.5, true, null, {}]) {
-      expectInvalid({ jsonrpc: '2.0', id: 1, method: 'x', params: { _meta: { progressToken } } }, false, 'Invalid Request: "params._meta.progressToken" must be a string or an integer');
+      expectInvalid(
+        { jsonrpc: '2.0', id: 1, method: 'x', params: { _meta: { progressToken } } },
+        false,
+        'Invalid Request: "params._meta.progressToken" must be a string or an integer',
+      );
     }
     expectInvalid(
       { jsonrpc: '2.0', id: 1, method: 'x', params: { _meta: { 'io.modelcontextprotocol/related-task': { taskId: 5 } } } },
       false,
       'Invalid Request: "params._meta.io.modelcontextprotocol/related-task" must be an object with a string "taskId"',
     );
-    expect(parseMessages({ jsonrpc: '2.0', id: 1, method: 'x', params: { _meta: { progressToken: 'p', other: [1] }, a: 1 } }, false)).toMatchObject({ ok: true });
+    expect(
+      parseMessages({ jsonrpc: '2.0', id: 1, method: 'x', params: { _meta: { progressToken: 'p', other: [1] }, a: 1 } }, false),
+    ).toMatchObject({ ok: true });
   });
 
   it('a response whose result is not an object, or with both result and error', () => {
-    for (const result of [null, [], 'ok', 1]) expectInvalid({ jsonrpc: '2.0', id: 1, result }, false, 'Invalid Request: "result" must be an object');
-    expectInvalid({ jsonrpc: '2.0', id: 1, result: {}, error: { code: 1, message: 'x' } }, false, 'Invalid Request: a response has "result" or "error", not both');
+    for (const result of [null, [], 'ok', 1])
+      expectInvalid({ jsonrpc: '2.0', id: 1, result }, false, 'Invalid Request: "result" must be an object');
+    expectInvalid(
+      { jsonrpc: '2.0', id: 1, result: {}, error: { code: 1, message: 'x' } },
+      false,
+      'Invalid Request: a response has "result" or "error", not both',
+    );
   });
 
   it('an error response whose error is not an object with an integer code and a string message', () => {
     for (const error of [null, 'boom', 42, [], {}, { code: 1.5, message: 'x' }, { code: 1 }, { message: 'x' }, { code: 1, message: 2 }]) {
-      expectInvalid({ jsonrpc: '2.0', id: 1, error }, false, 'Invalid Request: "error" must be an object with an integer "code" and a string "message"');
+      expectInvalid(
+        { jsonrpc: '2.0', id: 1, error },
+        false,
+        'Invalid Request: "error" must be an object with an integer "code" and a string "message"',
+      );
     }
   });
 
@@ -167,7 +192,11 @@ describe('parseMessages: rejections (400, -32600)', () => {
   });
 
   it('reports the first bad item of a batch', () => {
-    expectInvalid([request(1), { jsonrpc: '2.0', id: 1.5, method: 'x' }, { jsonrpc: '1.0' }], true, 'Invalid Request (batch item 1): "id" must be a string or an integer');
+    expectInvalid(
+      [request(1), { jsonrpc: '2.0', id: 1.5, method: 'x' }, { jsonrpc: '1.0' }],
+      true,
+      'Invalid Request (batch item 1): "id" must be a string or an integer',
+    );
   });
 });
 

@@ -34,7 +34,12 @@ describe('resolveOptions: defaults', () => {
     const o = resolveOptions({ server });
     expect(o.eventStore).toBeInstanceOf(MemoryEventStore);
     const store = o.eventStore as MemoryEventStore;
-    expect([store.maxEventsPerStream, store.maxBytes, store.maxAgeMs, store.maxTombstones]).toEqual([10_000, 64 * 1024 * 1024, 15 * 60_000, 10_000]);
+    expect([store.maxEventsPerStream, store.maxBytes, store.maxAgeMs, store.maxTombstones]).toEqual([
+      10_000,
+      64 * 1024 * 1024,
+      15 * 60_000,
+      10_000,
+    ]);
   });
 
   it('gives each handler its own default store', () => {
@@ -91,7 +96,11 @@ describe('resolveOptions: given values', () => {
   });
 
   it('lower-cases hosts and origins and strips a trailing slash from origins', () => {
-    const o = resolveOptions({ server, allowedHosts: ['MCP.Example.com'], allowedOrigins: ['HTTPS://App.Example.com/', 'Other.Example.com'] });
+    const o = resolveOptions({
+      server,
+      allowedHosts: ['MCP.Example.com'],
+      allowedOrigins: ['HTTPS://App.Example.com/', 'Other.Example.com'],
+    });
     expect(o.allowedHosts).toEqual(['mcp.example.com']);
     expect(o.allowedOrigins).toEqual(['https://app.example.com', 'other.example.com']);
   });
@@ -134,7 +143,9 @@ describe('resolveOptions: errors', () => {
     for (const bad of [0, -5, 2.5, Number.NaN]) {
       it(`rejects ${name} = ${bad} with a RangeError naming it`, () => {
         expect(() => resolveOptions({ server, [name]: bad })).toThrow(RangeError);
-        expect(() => resolveOptions({ server, [name]: bad })).toThrow(`createMcpHandler: ${name} must be a positive integer, got ${String(bad)}`);
+        expect(() => resolveOptions({ server, [name]: bad })).toThrow(
+          `createMcpHandler: ${name} must be a positive integer, got ${String(bad)}`,
+        );
       });
     }
   }

@@ -51,7 +51,11 @@ describe('checkMethod', () => {
         headers: { allow: 'POST' },
       });
     }
-    expect(checkMethod('PUT', true)).toMatchObject({ status: 405, message: 'Method not allowed: PUT. Use POST.', headers: { allow: 'POST' } });
+    expect(checkMethod('PUT', true)).toMatchObject({
+      status: 405,
+      message: 'Method not allowed: PUT. Use POST.',
+      headers: { allow: 'POST' },
+    });
   });
 
   it('is case-sensitive, as HTTP methods are', () => {
@@ -92,7 +96,15 @@ describe('checkAccept', () => {
   });
 
   it('POST with only one of the two is 406', () => {
-    for (const accept of [undefined, '', 'application/json', 'text/event-stream', 'application/*', 'text/*', 'application/json, text/html']) {
+    for (const accept of [
+      undefined,
+      '',
+      'application/json',
+      'text/event-stream',
+      'application/*',
+      'text/*',
+      'application/json, text/html',
+    ]) {
       expect(checkAccept('POST', accept)).toEqual({ ok: false, status: 406, code: -32000, message: POST_MSG });
     }
   });
@@ -170,7 +182,13 @@ describe('checkHostAndOrigin', () => {
   });
 
   it('accepts a local Origin matched by host name, with any scheme and port', () => {
-    for (const origin of ['http://localhost:3000', 'https://localhost', 'http://127.0.0.1:5173', 'http://[::1]:3000', 'HTTP://LOCALHOST:3000']) {
+    for (const origin of [
+      'http://localhost:3000',
+      'https://localhost',
+      'http://127.0.0.1:5173',
+      'http://[::1]:3000',
+      'HTTP://LOCALHOST:3000',
+    ]) {
       expect(checkHostAndOrigin('localhost:3000', origin, local), origin).toEqual(OK);
     }
   });
@@ -182,7 +200,12 @@ describe('checkHostAndOrigin', () => {
 
   it('answers a foreign Origin with 403 that names it', () => {
     for (const origin of ['http://evil.com', 'https://evil.com:3000', 'http://localhost.evil.com', 'http://127.0.0.1.nip.io']) {
-      expect(checkHostAndOrigin('localhost:3000', origin, local), origin).toEqual({ ok: false, status: 403, code: -32000, message: originMsg(origin) });
+      expect(checkHostAndOrigin('localhost:3000', origin, local), origin).toEqual({
+        ok: false,
+        status: 403,
+        code: -32000,
+        message: originMsg(origin),
+      });
     }
   });
 
@@ -198,14 +221,27 @@ describe('checkHostAndOrigin', () => {
   });
 
   it('matches full origins exactly (scheme and port), ignoring a trailing slash and case', () => {
-    const check: HostCheck = { allowedHosts: ['localhost', 'app.example.com'], allowedOrigins: ['https://app.example.com', 'http://localhost:3000'] };
+    const check: HostCheck = {
+      allowedHosts: ['localhost', 'app.example.com'],
+      allowedOrigins: ['https://app.example.com', 'http://localhost:3000'],
+    };
     expect(checkHostAndOrigin('app.example.com', 'https://app.example.com', check)).toEqual(OK);
     expect(checkHostAndOrigin('app.example.com', 'https://app.example.com/', check)).toEqual(OK);
     expect(checkHostAndOrigin('app.example.com', 'HTTPS://App.Example.com', check)).toEqual(OK);
     expect(checkHostAndOrigin('localhost:3000', 'http://localhost:3000', check)).toEqual(OK);
     // Another scheme or port is another origin.
-    expectReject(checkHostAndOrigin('app.example.com', 'http://app.example.com', check), 403, -32000, 'Origin "http://app.example.com" is not allowed');
-    expectReject(checkHostAndOrigin('localhost:3000', 'http://localhost:4000', check), 403, -32000, 'Origin "http://localhost:4000" is not allowed');
+    expectReject(
+      checkHostAndOrigin('app.example.com', 'http://app.example.com', check),
+      403,
+      -32000,
+      'Origin "http://app.example.com" is not allowed',
+    );
+    expectReject(
+      checkHostAndOrigin('localhost:3000', 'http://localhost:4000', check),
+      403,
+      -32000,
+      'Origin "http://localhost:4000" is not allowed',
+    );
   });
 
   it('uses only the configured hosts', () => {

@@ -157,7 +157,11 @@ export function eventStoreContract(name: string, makeStore: MakeStore): void {
     it('stores frames with any content: unicode, newlines inside JSON strings, large frames', async () => {
       const { S1, A } = keys();
       const store = await makeStore();
-      const odd = ['id: x.1\ndata: {"t":"héllo ✓ 𝄞 \\n \\u0000"}\n\n', `id: x.2\ndata: ${JSON.stringify({ big: 'x'.repeat(256 * 1024) })}\n\n`, 'id: x.3\ndata: {"s":"a b  c"}\n\n'];
+      const odd = [
+        'id: x.1\ndata: {"t":"héllo ✓ 𝄞 \\n \\u0000"}\n\n',
+        `id: x.2\ndata: ${JSON.stringify({ big: 'x'.repeat(256 * 1024) })}\n\n`,
+        'id: x.3\ndata: {"s":"a b  c"}\n\n',
+      ];
       for (let i = 0; i < odd.length; i++) await store.append(A, i + 1, odd[i] as string, false);
       expect(await store.replayAfter(S1, A.streamId, 0)).toEqual(ok(odd, 3));
     });
@@ -272,7 +276,12 @@ export function subscribeContract(name: string, makeStore: MakeStore): void {
       await fill(store, A, 1, 3, 3);
       const rec = record();
       await other.subscribe!(A, 1, rec.listener);
-      await eventually(() => expect(rec.frames.map((f) => [f.seq, f.final])).toEqual([[2, false], [3, true]]));
+      await eventually(() =>
+        expect(rec.frames.map((f) => [f.seq, f.final])).toEqual([
+          [2, false],
+          [3, true],
+        ]),
+      );
     });
 
     it('no gap and no duplicate while frames are appended as the subscription starts', async () => {

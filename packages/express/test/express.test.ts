@@ -12,7 +12,12 @@ import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { mcpExpress, mcpFirst } from '../src/index.js';
 
-const INIT = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+};
 const HEADERS = { accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25' };
 
 const handlers: McpHandler[] = [];
@@ -96,7 +101,10 @@ describe('mcpExpress', () => {
     const res = await request(app).post('/mcp').set(HEADERS).send('{"jsonrpc":');
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe(-32700);
-    const unknown = await request(app).post('/mcp').set({ ...HEADERS, 'mcp-session-id': 'gone' }).send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    const unknown = await request(app)
+      .post('/mcp')
+      .set({ ...HEADERS, 'mcp-session-id': 'gone' })
+      .send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
     expect(unknown.status).toBe(404);
     expect(seen).toEqual([]);
   });
@@ -150,15 +158,22 @@ describe('mcpExpress', () => {
     const h = handler();
     let principal = 'alice';
     const app = express();
-    app.use('/mcp', (req, _res, next) => {
-      (req as typeof req & { auth?: AuthInfo }).auth = { token: principal, clientId: principal, scopes: [] };
-      next();
-    }, mcpExpress(h));
+    app.use(
+      '/mcp',
+      (req, _res, next) => {
+        (req as typeof req & { auth?: AuthInfo }).auth = { token: principal, clientId: principal, scopes: [] };
+        next();
+      },
+      mcpExpress(h),
+    );
     const init = await request(app).post('/mcp').set(HEADERS).send(INIT).buffer(true);
     const sessionId = init.headers['mcp-session-id'];
     expect(sessionId).toBeTruthy();
     principal = 'mallory';
-    const res = await request(app).post('/mcp').set({ ...HEADERS, 'mcp-session-id': sessionId }).send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    const res = await request(app)
+      .post('/mcp')
+      .set({ ...HEADERS, 'mcp-session-id': sessionId })
+      .send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     expect(res.status).toBe(403);
     expect(res.body.error.message).toMatch(/another principal/);
   });
@@ -252,7 +267,9 @@ describe('mcpFirst', () => {
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } });
     const client = new Client({ name: 'express-test', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${origin}/mcp`), { requestInit: { headers: { authorization: 'Bearer t1' } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${origin}/mcp`), { requestInit: { headers: { authorization: 'Bearer t1' } } }),
+    );
     try {
       const result = await client.callTool({ name: 'whoami', arguments: {} });
       expect(result.content).toEqual([{ type: 'text', text: 'client-t1' }]);

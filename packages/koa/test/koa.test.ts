@@ -228,10 +228,14 @@ describe('errors', () => {
     expect(malformed.headers.get('content-type')).toBe('application/json');
     expect(await malformed.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700 } });
 
-    const unknown = await post(`${origin}/mcp`, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, {
-      'mcp-session-id': 'no-such-session',
-      'mcp-protocol-version': '2025-11-25',
-    });
+    const unknown = await post(
+      `${origin}/mcp`,
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      {
+        'mcp-session-id': 'no-such-session',
+        'mcp-protocol-version': '2025-11-25',
+      },
+    );
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32001 } });
 
@@ -251,7 +255,7 @@ describe('errors', () => {
     // Three standalone-stream GETs of the session, one after the other, each cut with a TCP RST
     // (what a killed client or a proxy's abort looks like) once the stream is open.
     for (let i = 0; i < 3; i++) {
-      const socket = connectTcp(Number(port), "127.0.0.1");
+      const socket = connectTcp(Number(port), '127.0.0.1');
       await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
       const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
       socket.write(
@@ -269,7 +273,11 @@ describe('errors', () => {
       await closed;
     }
     // The session still serves, and nothing was reported as an application error.
-    const list = await post(`${origin}/mcp`, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' });
+    const list = await post(
+      `${origin}/mcp`,
+      { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+      { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
+    );
     expect(list.status).toBe(200);
     expect((await sseMessages(list)).length).toBe(1);
     expect(appErrors.map((e) => `${(e as { code?: string }).code}: ${e.message}`)).toEqual([]);

@@ -87,7 +87,9 @@ describe('mcpNext', () => {
     expect(res.headers.get('mcp-session-id')).toMatch(/\S{16,}/);
     const events = await readAll(res.body!);
     expect(events[0]!.raw).toMatch(/^id: \S+\nretry: 1000\ndata: \n\n$/);
-    expect(messages(events)).toEqual([expect.objectContaining({ id: 0, result: expect.objectContaining({ protocolVersion: '2025-11-25' }) })]);
+    expect(messages(events)).toEqual([
+      expect.objectContaining({ id: 0, result: expect.objectContaining({ protocolVersion: '2025-11-25' }) }),
+    ]);
   });
 
   it('answers a tools/call over SSE, and resumes a closed stream with GET + Last-Event-ID', async () => {
@@ -95,7 +97,9 @@ describe('mcpNext', () => {
     const sessionId = await initialize(route);
     const session = { 'mcp-session-id': sessionId };
 
-    const first = await readAll((await post(route, callTool(1, 'long_task', { steps: 5, intervalMs: 0, closeEvery: 2, retryMs: 500 }), session)).body!);
+    const first = await readAll(
+      (await post(route, callTool(1, 'long_task', { steps: 5, intervalMs: 0, closeEvery: 2, retryMs: 500 }), session)).body!,
+    );
     expect(messages(first).map((m) => m.params?.data?.step)).toEqual([1, 2]);
     expect(first.at(-1)!.raw).toBe('retry: 500\n\n');
 
@@ -128,7 +132,12 @@ describe('mcpNext', () => {
     const sessionId = await initialize(route, auth);
     const res = await post(route, callTool(1, 'whoami'), { ...auth, 'mcp-session-id': sessionId });
     const [result] = messages(await readAll(res.body!));
-    expect(JSON.parse(result!.result.content[0].text)).toEqual({ token: 't0k3n', clientId: 'client-1', scopes: ['mcp'], extra: { sub: 'user-7' } });
+    expect(JSON.parse(result!.result.content[0].text)).toEqual({
+      token: 't0k3n',
+      clientId: 'client-1',
+      scopes: ['mcp'],
+      extra: { sub: 'user-7' },
+    });
   });
 
   it('answers bad requests with a 4xx JSON-RPC error body', async () => {
@@ -136,7 +145,11 @@ describe('mcpNext', () => {
     const wrongType = await post(route, INIT, { 'content-type': 'text/plain' });
     expect(wrongType.status).toBe(415);
     expect(wrongType.headers.get('content-type')).toBe('application/json');
-    expect(await wrongType.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32000, message: expect.stringContaining('Content-Type') } });
+    expect(await wrongType.json()).toMatchObject({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32000, message: expect.stringContaining('Content-Type') },
+    });
 
     const unknown = await post(route, callTool(1, 'whoami'), { 'mcp-session-id': 'nope' });
     expect(unknown.status).toBe(404);

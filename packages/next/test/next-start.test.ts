@@ -11,7 +11,8 @@ import { messages, readAll, sseEvents } from './sse.js';
 const APP = fileURLToPath(new URL('../../../apps/next-example/', import.meta.url));
 const NEXT_BIN = `${APP}node_modules/next/dist/bin/next`;
 const BUILT = existsSync(`${APP}.next/BUILD_ID`);
-const NOT_BUILT = 'apps/next-example is not built: run `pnpm build` at the repository root first (it runs `next build` after building the packages)';
+const NOT_BUILT =
+  'apps/next-example is not built: run `pnpm build` at the repository root first (it runs `next build` after building the packages)';
 const HEADERS = {
   accept: 'application/json, text/event-stream',
   'content-type': 'application/json',
@@ -92,7 +93,12 @@ describe('apps/next-example under a real `next start`', () => {
     const init = await fetch(url, {
       method: 'POST',
       headers: HEADERS,
-      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+      }),
     });
     const initEvents = await readAll(init.body!);
     expect(initEvents[0]!.raw).toMatch(/^id: \S+\nretry: 1000\ndata: \n\n$/);
@@ -102,13 +108,23 @@ describe('apps/next-example under a real `next start`', () => {
     const call = await fetch(url, {
       method: 'POST',
       headers: session,
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'long_task', arguments: { steps: 3, intervalMs: 200, closeEvery: 2, retryMs: 500 } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'long_task', arguments: { steps: 3, intervalMs: 200, closeEvery: 2, retryMs: 500 } },
+      }),
     });
     // Next must not compress or buffer the stream.
     expect(call.headers.get('content-encoding')).toBeNull();
     const arrivals: Array<{ at: number; raw: string; id?: string | undefined }> = [];
     for await (const e of sseEvents(call.body!)) arrivals.push({ at: performance.now(), raw: e.raw, id: e.id });
-    expect(arrivals.map((a) => a.raw.match(/"step":(\d+)/)?.[1] ?? a.raw)).toEqual([expect.stringMatching(/^id: \S+\nretry: 1000\ndata: \n\n$/), '1', '2', 'retry: 500\n\n']);
+    expect(arrivals.map((a) => a.raw.match(/"step":(\d+)/)?.[1] ?? a.raw)).toEqual([
+      expect.stringMatching(/^id: \S+\nretry: 1000\ndata: \n\n$/),
+      '1',
+      '2',
+      'retry: 500\n\n',
+    ]);
     // Step 2 comes 200 ms after step 1; a buffered body would deliver both at once.
     expect(arrivals[2]!.at - arrivals[1]!.at).toBeGreaterThan(100);
 

@@ -74,10 +74,16 @@ export class RedisSessionCluster implements SessionCluster {
   private closed = false;
 
   constructor(options: RedisSessionClusterOptions & { /** @internal */ ownsClient?: boolean }) {
-    if (!options.client && !options.url) throw new TypeError('RedisSessionCluster: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
-    if (!options.internalUrl) throw new TypeError('RedisSessionCluster: `internalUrl` is required: the URL at which the other instances reach this instance, e.g. http://10.0.3.7:3000/mcp');
+    if (!options.client && !options.url)
+      throw new TypeError('RedisSessionCluster: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
+    if (!options.internalUrl)
+      throw new TypeError(
+        'RedisSessionCluster: `internalUrl` is required: the URL at which the other instances reach this instance, e.g. http://10.0.3.7:3000/mcp',
+      );
     this.internalUrl = new URL(options.internalUrl).href;
-    this.client = options.client ?? createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit-cluster' });
+    this.client =
+      options.client ??
+      createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit-cluster' });
     this.ownsClient = options.ownsClient ?? !options.client;
     this.prefix = options.keyPrefix ?? 'mcp-kit:';
     this.instanceId = options.instanceId ?? randomUUID();
@@ -124,7 +130,12 @@ export class RedisSessionCluster implements SessionCluster {
     } catch {
       return undefined;
     }
-    const owner: SessionOwner = { instanceId: record.i, self: record.i === this.instanceId, principal: record.p ?? undefined, address: record.u };
+    const owner: SessionOwner = {
+      instanceId: record.i,
+      self: record.i === this.instanceId,
+      principal: record.p ?? undefined,
+      address: record.u,
+    };
     if (owner.self) return owner;
     return (await this.isAlive(record.i)) ? owner : undefined;
   }
@@ -207,6 +218,7 @@ export class RedisSessionCluster implements SessionCluster {
 }
 
 function positiveInt(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`RedisSessionCluster: ${name} must be a positive integer, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new RangeError(`RedisSessionCluster: ${name} must be a positive integer, got ${String(value)}`);
   return value;
 }

@@ -52,45 +52,53 @@ export class HttpForwarder {
       // The owner's endpoint, with the client's query string (some clients put credentials there).
       if (request.url?.search) target.search = request.url.search;
       const headers: OutgoingHttpHeaders = {};
-      for (const [name, value] of Object.entries(request.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value as string | string[];
+      for (const [name, value] of Object.entries(request.headers))
+        if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value as string | string[];
       // Frames are relayed as text; a compressed body would have to be decoded first.
       headers['accept-encoding'] = 'identity';
       headers[FORWARDED_HEADER] = this.options.instanceId;
       if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
       const secure = target.protocol === 'https:';
       let settled = false;
-      const req = (secure ? httpsRequest : httpRequest)(target, { method: request.method, headers, agent: secure ? this.https : this.http }, (upstream) => {
-        const status = upstream.statusCode ?? 502;
-        const out = relayable(upstream.headers);
-        if (status === 200 && String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream')) {
-          const sink = responder.stream(out);
-          settled = true;
-          resolve();
-          upstream.setEncoding('utf8');
-          upstream.on('data', (chunk: string) => {
-            sink.write(chunk);
-            if (sink.bufferedBytes > this.maxBufferedBytes) upstream.destroy();
+      const req = (secure ? httpsRequest : httpRequest)(
+        target,
+        { method: request.method, headers, agent: secure ? this.https : this.http },
+        (upstream) => {
+          const status = upstream.statusCode ?? 502;
+          const out = relayable(upstream.headers);
+          if (status === 200 && String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+            const sink = responder.stream(out);
+            settled = true;
+            resolve();
+            upstream.setEncoding('utf8');
+            upstream.on('data', (chunk: string) => {
+              sink.write(chunk);
+              if (sink.bufferedBytes > this.maxBufferedBytes) upstream.destroy();
+            });
+            // The owner went away or hung up (its own close, a shutdown): end here too; the client resumes.
+            upstream.on('error', () => {});
+            upstream.on('close', () => sink.end());
+            // The client left: hang up on the owner too, so its stream sees the disconnect.
+            sink.onClose(() => upstream.destroy());
+            return;
+          }
+          const chunks: Buffer[] = [];
+          upstream.on('data', (chunk: Buffer) => chunks.push(chunk));
+          upstream.on('end', () => {
+            settled = true;
+            const body = Buffer.concat(chunks).toString('utf8');
+            responder.send(status, out, body === '' ? undefined : body);
+            resolve();
           });
-          // The owner went away or hung up (its own close, a shutdown): end here too; the client resumes.
-          upstream.on('error', () => {});
-          upstream.on('close', () => sink.end());
-          // The client left: hang up on the owner too, so its stream sees the disconnect.
-          sink.onClose(() => upstream.destroy());
-          return;
-        }
-        const chunks: Buffer[] = [];
-        upstream.on('data', (chunk: Buffer) => chunks.push(chunk));
-        upstream.on('end', () => {
-          settled = true;
-          const body = Buffer.concat(chunks).toString('utf8');
-          responder.send(status, out, body === '' ? undefined : body);
-          resolve();
-        });
-        upstream.on('error', (error) => {
-          if (!settled) reject(error);
-        });
-      });
-      const timer = setTimeout(() => req.destroy(new Error(`could not connect to ${target.origin} within ${this.connectTimeoutMs} ms`)), this.connectTimeoutMs);
+          upstream.on('error', (error) => {
+            if (!settled) reject(error);
+          });
+        },
+      );
+      const timer = setTimeout(
+        () => req.destroy(new Error(`could not connect to ${target.origin} within ${this.connectTimeoutMs} ms`)),
+        this.connectTimeoutMs,
+      );
       req.on('socket', (socket) => {
         if (!socket.connecting) clearTimeout(timer);
         else socket.once('connect', () => clearTimeout(timer));

@@ -4,8 +4,7 @@ import { RedisSessionCluster, type RedisSessionClusterOptions } from './cluster.
 import { RedisEventStore, type RedisEventStoreOptions } from './store.js';
 
 export interface RedisScaleOutOptions
-  extends Omit<RedisEventStoreOptions, 'client' | 'url'>,
-    Omit<RedisSessionClusterOptions, 'client' | 'url'> {
+  extends Omit<RedisEventStoreOptions, 'client' | 'url'>, Omit<RedisSessionClusterOptions, 'client' | 'url'> {
   /** Redis to connect to, e.g. `process.env.REDIS_URL`. Give this or `client`. */
   url?: string;
   /** An ioredis client to share instead of `url`; not closed by `McpHandler.close()`. */
@@ -33,9 +32,11 @@ export interface RedisScaleOut {
  * const mcp = createMcpHandler({ server: () => buildServer(), eventStore: redis.eventStore, cluster: redis.cluster });
  */
 export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOut {
-  if (!options.client && !options.url) throw new TypeError('createRedisScaleOut: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
+  if (!options.client && !options.url)
+    throw new TypeError('createRedisScaleOut: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
   const owns = !options.client;
-  const client = options.client ?? createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit' });
+  const client =
+    options.client ?? createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit' });
   // The handler closes the cluster first, then the store: the store closes the shared connection.
   const cluster = new RedisSessionCluster({ ...options, client, ownsClient: false });
   const eventStore = new RedisEventStore({ ...options, client, ownsClient: owns });

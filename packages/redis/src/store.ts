@@ -127,9 +127,12 @@ export class RedisEventStore implements EventStore {
   private closed = false;
 
   constructor(options: RedisEventStoreOptions & { /** @internal */ ownsClient?: boolean } = {}) {
-    if (!options.client && !options.url) throw new TypeError('RedisEventStore: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
+    if (!options.client && !options.url)
+      throw new TypeError('RedisEventStore: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
     this.commandTimeoutMs = positiveInt(options.commandTimeoutMs ?? 2_000, 'commandTimeoutMs');
-    this.client = options.client ?? createRedisClient(options.url as string, { commandTimeoutMs: this.commandTimeoutMs, connectionName: 'mcp-kit-events' });
+    this.client =
+      options.client ??
+      createRedisClient(options.url as string, { commandTimeoutMs: this.commandTimeoutMs, connectionName: 'mcp-kit-events' });
     this.ownsClient = options.ownsClient ?? !options.client;
     this.keyPrefix = options.keyPrefix ?? 'mcp-kit:';
     this.maxEventsPerStream = positiveInt(options.maxEventsPerStream ?? 10_000, 'maxEventsPerStream');
@@ -146,12 +149,28 @@ export class RedisEventStore implements EventStore {
   }
 
   async createStream(key: StreamKey): Promise<void> {
-    await CREATE.run(this.client, [this.streamKey(key), this.indexKey(key.sessionId), key.streamId, this.streamTtlMs, this.maxEventsPerStream]);
+    await CREATE.run(this.client, [
+      this.streamKey(key),
+      this.indexKey(key.sessionId),
+      key.streamId,
+      this.streamTtlMs,
+      this.maxEventsPerStream,
+    ]);
   }
 
   async append(key: StreamKey, seq: number, frame: string, final: boolean): Promise<void> {
     const flag = final ? '1' : '0';
-    await APPEND.run(this.client, [this.streamKey(key), this.indexKey(key.sessionId), `${seq}-0`, frame, flag, this.maxEventsPerStream, this.streamTtlMs, key.streamId, seq]);
+    await APPEND.run(this.client, [
+      this.streamKey(key),
+      this.indexKey(key.sessionId),
+      `${seq}-0`,
+      frame,
+      flag,
+      this.maxEventsPerStream,
+      this.streamTtlMs,
+      key.streamId,
+      seq,
+    ]);
   }
 
   async replayAfter(sessionId: string, streamId: string, afterSeq: number): Promise<ReplayResult> {
@@ -292,7 +311,8 @@ export class RedisEventStore implements EventStore {
     this.graceTimer = setTimeout(() => {
       this.graceTimer = undefined;
       if (this.subscriber?.status === 'ready') return;
-      for (const entry of this.channels.values()) for (const tail of [...entry.tails]) tail.fail('error', new Error('Redis subscriber connection lost'));
+      for (const entry of this.channels.values())
+        for (const tail of [...entry.tails]) tail.fail('error', new Error('Redis subscriber connection lost'));
     }, this.reconnectGraceMs);
     this.graceTimer.unref?.();
   }
@@ -390,7 +410,8 @@ class Tail implements StreamSubscription {
           return this.fail(result.reason === 'unknown' ? 'deleted' : 'error', new Error(`live tail: stream ${result.reason}`));
         }
         const { frames, complete } = result;
-        for (let i = 0; i < frames.length && !this.done; i++) this.deliver(frames[i] as string, this.next, complete && i === frames.length - 1);
+        for (let i = 0; i < frames.length && !this.done; i++)
+          this.deliver(frames[i] as string, this.next, complete && i === frames.length - 1);
         if (this.done) return;
         const pending = this.pending.sort((a, b) => a.seq - b.seq);
         this.pending = [];
@@ -438,6 +459,7 @@ class Tail implements StreamSubscription {
 }
 
 function positiveInt(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`RedisEventStore: ${name} must be a positive integer, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new RangeError(`RedisEventStore: ${name} must be a positive integer, got ${String(value)}`);
   return value;
 }

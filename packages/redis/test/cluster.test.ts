@@ -20,7 +20,13 @@ afterAll(async () => {
 });
 
 async function instance(name: string, heartbeatMs = 100): Promise<RedisSessionCluster> {
-  const c = new RedisSessionCluster({ url: redis.url, internalUrl: `http://${name}.internal:3000/mcp`, instanceId: name, heartbeatMs, keyPrefix: `t${heartbeatMs}:` });
+  const c = new RedisSessionCluster({
+    url: redis.url,
+    internalUrl: `http://${name}.internal:3000/mcp`,
+    instanceId: name,
+    heartbeatMs,
+    keyPrefix: `t${heartbeatMs}:`,
+  });
   clusters.push(c);
   await whenReady(c.client, 5_000);
   return c;
@@ -43,7 +49,12 @@ describe('RedisSessionCluster', () => {
     const a = await instance('a1');
     const b = await instance('b1');
     await a.claim('sess-1', 'client\u0000sub');
-    expect(await b.lookupOwner('sess-1')).toEqual({ instanceId: 'a1', self: false, principal: 'client\u0000sub', address: 'http://a1.internal:3000/mcp' });
+    expect(await b.lookupOwner('sess-1')).toEqual({
+      instanceId: 'a1',
+      self: false,
+      principal: 'client\u0000sub',
+      address: 'http://a1.internal:3000/mcp',
+    });
     expect(await a.lookupOwner('sess-1')).toMatchObject({ instanceId: 'a1', self: true });
     expect(await b.lookupOwner('never-claimed')).toBeUndefined();
     // Owner records expire eventually (ownerTtlMs); the instance key lives 3 heartbeats.

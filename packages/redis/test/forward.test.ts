@@ -87,7 +87,15 @@ describe('HttpForwarder', () => {
       url,
       {
         method: 'POST',
-        headers: { host: 'public.example:443', 'mcp-session-id': 's1', authorization: 'Bearer t', connection: 'close', 'transfer-encoding': 'chunked', 'accept-encoding': 'gzip', 'content-length': '1' },
+        headers: {
+          host: 'public.example:443',
+          'mcp-session-id': 's1',
+          authorization: 'Bearer t',
+          connection: 'close',
+          'transfer-encoding': 'chunked',
+          'accept-encoding': 'gzip',
+          'content-length': '1',
+        },
         body,
         url: new URL('https://public.example/mcp?key=k1'),
       },

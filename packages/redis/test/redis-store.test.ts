@@ -24,7 +24,9 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function makeStore(limits: ContractLimits & { streamTtlMs?: number; keyPrefix?: string } = {}): Promise<EventStore & RedisEventStore> {
+async function makeStore(
+  limits: ContractLimits & { streamTtlMs?: number; keyPrefix?: string } = {},
+): Promise<EventStore & RedisEventStore> {
   const store = new RedisEventStore({ url: redis.url, ...limits });
   stores.push(store);
   await store.ready(5_000);
@@ -65,7 +67,13 @@ describe('RedisEventStore: keys, limits and failures', () => {
     expect(await other.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: [frame(A, 1)], lastSeq: 1, complete: false });
     await store.closeTails(A, 1, 2_500);
     await store.closeTails(A, 1, 750);
-    expect(await other.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: [frame(A, 1)], lastSeq: 1, complete: false, retryMs: 750 });
+    expect(await other.replayAfter(A.sessionId, A.streamId, 0)).toEqual({
+      ok: true,
+      frames: [frame(A, 1)],
+      lastSeq: 1,
+      complete: false,
+      retryMs: 750,
+    });
     const retryKey = `rt:{${A.sessionId}}:${A.streamId}:retry`;
     expect(await admin.pttl(retryKey)).toBeGreaterThan(50_000);
     await store.deleteSession(A.sessionId);
@@ -79,7 +87,8 @@ describe('RedisEventStore: keys, limits and failures', () => {
     await store.append(A, 1, frame(A, 1), false);
     expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: [frame(A, 1)], lastSeq: 1, complete: false });
     const deadline = Date.now() + 5_000;
-    while ((await admin.exists(`mcp-kit:{${A.sessionId}}:${A.streamId}`)) === 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while ((await admin.exists(`mcp-kit:{${A.sessionId}}:${A.streamId}`)) === 1 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
     expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: false, reason: 'unknown' });
   });
 
@@ -89,12 +98,19 @@ describe('RedisEventStore: keys, limits and failures', () => {
     const other = key('other');
     for (let seq = 1; seq <= 2_000; seq++) await store.append(other, seq, 'x', false);
     for (let seq = 1; seq <= 10; seq++) await store.append(target, seq, frame(target, seq), false);
-    expect(await store.replayAfter(target.sessionId, target.streamId, 7)).toEqual({ ok: true, frames: frames(target, 8, 10), lastSeq: 10, complete: false });
+    expect(await store.replayAfter(target.sessionId, target.streamId, 7)).toEqual({
+      ok: true,
+      frames: frames(target, 8, 10),
+      lastSeq: 10,
+      complete: false,
+    });
   });
 
   it('rejects bad options with errors that name them', () => {
     expect(() => new RedisEventStore({})).toThrow(/give `url`/);
-    expect(() => new RedisEventStore({ url: redis.url, maxEventsPerStream: 0 })).toThrow('RedisEventStore: maxEventsPerStream must be a positive integer, got 0');
+    expect(() => new RedisEventStore({ url: redis.url, maxEventsPerStream: 0 })).toThrow(
+      'RedisEventStore: maxEventsPerStream must be a positive integer, got 0',
+    );
     expect(() => new RedisEventStore({ url: redis.url, streamTtlMs: 1.5 })).toThrow(/streamTtlMs/);
   });
 

@@ -4,7 +4,11 @@ import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 
 export const PROTOCOL_VERSION = '2025-11-25';
-const POST_HEADERS = { accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-protocol-version': PROTOCOL_VERSION };
+const POST_HEADERS = {
+  accept: 'application/json, text/event-stream',
+  'content-type': 'application/json',
+  'mcp-protocol-version': PROTOCOL_VERSION,
+};
 
 /** One SSE event block, parsed. */
 export function parseEvent(block) {
@@ -130,7 +134,16 @@ export class McpHttp {
    */
   async post(session, body, onBlock) {
     const headers = session ? { ...POST_HEADERS, 'mcp-session-id': session.id } : POST_HEADERS;
-    const out = { status: 0, sessionId: undefined, bytes: 0, events: 0, text: '', firstEventId: undefined, started: performance.now(), ended: 0 };
+    const out = {
+      status: 0,
+      sessionId: undefined,
+      bytes: 0,
+      events: 0,
+      text: '',
+      firstEventId: undefined,
+      started: performance.now(),
+      ended: 0,
+    };
     let splitter;
     const chunks = [];
     const r = await this.exchange(

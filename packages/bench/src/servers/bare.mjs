@@ -103,7 +103,11 @@ async function runTool(stream, message) {
   const { name, arguments: args = {} } = message.params;
   if (name === 'bench_burst') {
     for (let i = 1; i <= args.count; i++) {
-      emit(stream, { method: 'notifications/message', params: { level: 'info', logger: 'bench', data: `${BURST_PAYLOAD}${i % 10_000}` }, jsonrpc: '2.0' });
+      emit(stream, {
+        method: 'notifications/message',
+        params: { level: 'info', logger: 'bench', data: `${BURST_PAYLOAD}${i % 10_000}` },
+        jsonrpc: '2.0',
+      });
       if (i % BURST_YIELD_EVERY === 0) await yieldToLoop();
     }
     return text(`burst ${args.count}`);
@@ -184,7 +188,9 @@ function fill(events) {
     streams.set(stream.id, stream);
     const n = Math.min(FILL_EVENTS_PER_STREAM, left);
     for (let seq = 1; seq <= n; seq++) {
-      stream.frames.push(`id: ${stream.id}.${seq}\ndata: ${JSON.stringify({ ...FILL_MESSAGE, params: { ...FILL_MESSAGE.params, seq } })}\n\n`);
+      stream.frames.push(
+        `id: ${stream.id}.${seq}\ndata: ${JSON.stringify({ ...FILL_MESSAGE, params: { ...FILL_MESSAGE.params, seq } })}\n\n`,
+      );
     }
     left -= n;
   }

@@ -55,7 +55,8 @@ export function trackResume(req, res) {
   };
   res.end = function (...args) {
     const r = end.apply(this, args);
-    if (last === 0 || args.length > 0 && args[0] != null && typeof args[0] !== 'function') last = performance.now();
+    if (last === 0 || (args.length > 0 && args[0] !== null && args[0] !== undefined && typeof args[0] !== 'function'))
+      last = performance.now();
     return r;
   };
   res.once('close', () => {

@@ -31,7 +31,12 @@ export function fillKitStore(store, events) {
       store.createStream(key);
       const n = Math.min(FILL_EVENTS_PER_STREAM, left);
       for (let seq = 1; seq <= n; seq++) {
-        store.append(key, seq, messageEvent(eventId(key.streamId, seq), JSON.stringify({ ...FILL_MESSAGE, params: { ...FILL_MESSAGE.params, seq } })), false);
+        store.append(
+          key,
+          seq,
+          messageEvent(eventId(key.streamId, seq), JSON.stringify({ ...FILL_MESSAGE, params: { ...FILL_MESSAGE.params, seq } })),
+          false,
+        );
       }
       left -= n;
     }

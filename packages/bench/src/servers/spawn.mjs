@@ -25,7 +25,14 @@ export const SERVERS = [
   // MCP routed before Express (`mcpFirst`), the rest of the app on Express. Per-call workloads only.
   { name: 'kit-express-first', label: 'mcp-kit Express, mcpFirst', script: 'kit-express-first.mjs', only: ['throughput', 'json', 'burst'] },
   // The same Express server with hibernation on: idle sessions let their McpServer go. Memory only.
-  { name: 'kit-express-hibernate', label: 'mcp-kit Express, hibernateAfterMs: 0', script: 'kit-express.mjs', env: { BENCH_HIBERNATE_MS: '0' }, only: ['memory'], hibernates: true },
+  {
+    name: 'kit-express-hibernate',
+    label: 'mcp-kit Express, hibernateAfterMs: 0',
+    script: 'kit-express.mjs',
+    env: { BENCH_HIBERNATE_MS: '0' },
+    only: ['memory'],
+    hibernates: true,
+  },
   { name: 'bare-express', label: 'floor: bare on Express', script: 'bare.mjs', env: { BARE_FRAMEWORK: 'express' }, floor: true },
   { name: 'bare-next', label: 'floor: bare Next route', next: true, path: '/bare', floor: true },
 ];
@@ -53,14 +60,30 @@ export function freePort() {
  */
 export async function startServer(server, env = {}) {
   const port = await freePort();
-  const childEnv = { ...process.env, ...server.env, ...env, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'production', NEXT_TELEMETRY_DISABLED: '1' };
+  const childEnv = {
+    ...process.env,
+    ...server.env,
+    ...env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    NODE_ENV: 'production',
+    NEXT_TELEMETRY_DISABLED: '1',
+  };
   let child;
   if (server.next) {
     const nextBin = join(BENCH_ROOT, 'node_modules', 'next', 'dist', 'bin', 'next');
     // `next start` serves from the process it runs in, so node flags go on its command line.
-    child = spawn(process.execPath, [...NODE_FLAGS, ...(env.NODE_FLAGS ?? []), nextBin, 'start', '-H', '127.0.0.1', '-p', String(port)], { cwd: NEXT_DIR, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, [...NODE_FLAGS, ...(env.NODE_FLAGS ?? []), nextBin, 'start', '-H', '127.0.0.1', '-p', String(port)], {
+      cwd: NEXT_DIR,
+      env: childEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   } else {
-    child = spawn(process.execPath, [...NODE_FLAGS, ...(env.NODE_FLAGS ?? []), join(here, server.script)], { cwd: BENCH_ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, [...NODE_FLAGS, ...(env.NODE_FLAGS ?? []), join(here, server.script)], {
+      cwd: BENCH_ROOT,
+      env: childEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   }
   let log = '';
   const keep = (d) => {
@@ -70,10 +93,12 @@ export async function startServer(server, env = {}) {
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
   let exited = false;
-  const exit = new Promise((resolve) => child.once('exit', (code, signal) => {
-    exited = true;
-    resolve({ code, signal });
-  }));
+  const exit = new Promise((resolve) =>
+    child.once('exit', (code, signal) => {
+      exited = true;
+      resolve({ code, signal });
+    }),
+  );
   const origin = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + (server.next ? 60_000 : 20_000);
   for (;;) {

@@ -38,19 +38,24 @@ export async function memory(handle, { sessions = 1_000, streams = 10_000, settl
     const beforeStreams = await reading();
     // Open one idle GET stream per session; a stream counts once its response headers are in.
     let opened = 0;
-    await runPool(streams, 64, (i) => new Promise((resolve, reject) => {
-      const pending = streamClient.get(all[i], {
-        onOpen: (out, abort) => {
-          if (out.status !== 200) reject(new Error(`GET stream: status ${out.status}`));
-          opened++;
-          open.push(abort);
-          resolve();
-        },
-      });
-      pending.then((out) => {
-        if (out.error) reject(out.error);
-      });
-    }));
+    await runPool(
+      streams,
+      64,
+      (i) =>
+        new Promise((resolve, reject) => {
+          const pending = streamClient.get(all[i], {
+            onOpen: (out, abort) => {
+              if (out.status !== 200) reject(new Error(`GET stream: status ${out.status}`));
+              opened++;
+              open.push(abort);
+              resolve();
+            },
+          });
+          pending.then((out) => {
+            if (out.error) reject(out.error);
+          });
+        }),
+    );
     // Right away: a settle here would let V8 hand back pages the streams do not use, and RSS
     // growth would come out below what the streams hold (or even negative).
     await sleep(500);

@@ -24,7 +24,12 @@ export async function polling(handle, { clients = 16, steps = 3_000, intervalMs 
     });
     const transport = new StreamableHTTPClientTransport(url, {
       fetch: countingFetch,
-      reconnectionOptions: { initialReconnectionDelay: retryMs, maxReconnectionDelay: 1_000, reconnectionDelayGrowFactor: 1, maxRetries: 5 },
+      reconnectionOptions: {
+        initialReconnectionDelay: retryMs,
+        maxReconnectionDelay: 1_000,
+        reconnectionDelayGrowFactor: 1,
+        maxRetries: 5,
+      },
     });
     transport.onerror = (error) => {
       if (!seen.done) seen.errors.push(String(error));
@@ -35,7 +40,10 @@ export async function polling(handle, { clients = 16, steps = 3_000, intervalMs 
   const started = performance.now();
   const results = await Promise.all(
     sessions.map(({ client }) =>
-      client.callTool({ name: 'long_task', arguments: { steps, intervalMs, closeEvery, retryMs } }, undefined, { timeout: 600_000, resetTimeoutOnProgress: true }),
+      client.callTool({ name: 'long_task', arguments: { steps, intervalMs, closeEvery, retryMs } }, undefined, {
+        timeout: 600_000,
+        resetTimeoutOnProgress: true,
+      }),
     ),
   );
   const seconds = (performance.now() - started) / 1000;

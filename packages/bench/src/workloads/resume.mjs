@@ -8,7 +8,10 @@ import { median, percentile } from '../stats.mjs';
 const REPLAYED = 100;
 const QUIET_MS = 250;
 
-export async function resume(handle, { sizes = [10_000, 100_000, 1_000_000], samples = 50, warmups = 5, budgetMs = 30_000, minSamples = 3 }) {
+export async function resume(
+  handle,
+  { sizes = [10_000, 100_000, 1_000_000], samples = 50, warmups = 5, budgetMs = 30_000, minSamples = 3 },
+) {
   const client = new McpHttp(handle.origin, { connections: 4, path: handle.path });
   try {
     const session = await client.initialize();
@@ -34,7 +37,8 @@ export async function resume(handle, { sizes = [10_000, 100_000, 1_000_000], sam
         if (i === warmups) await client.control('/bench/resume-timings');
         // A replay that stops short (the SDK's example store can drop events) ends after a quiet spell.
         const g = await client.get(session, { lastEventId: cursor, stopAfterEvents: REPLAYED, quietMs: QUIET_MS });
-        if (g.status !== 200 || g.events === 0) throw new Error(`resume at ${size}: status ${g.status}, ${g.events} events ${g.error ?? ''}`);
+        if (g.status !== 200 || g.events === 0)
+          throw new Error(`resume at ${size}: status ${g.status}, ${g.events} events ${g.error ?? ''}`);
         fewest = Math.min(fewest, g.events);
         if (g.blocks.some((block, k) => parseEvent(block).data !== original[k])) inOrder = false;
         if (i >= warmups) e2e.push(g.ended - g.started);

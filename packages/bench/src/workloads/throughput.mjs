@@ -5,7 +5,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { McpHttp } from '../client/mcp.mjs';
 import { cpuUs, percentile, runPool } from '../stats.mjs';
 
-export async function throughput(handle, { sessions = 16, inFlight = 64, warmupMs = 2_000, durationMs = 10_000, tool = 'test_simple_text' }) {
+export async function throughput(
+  handle,
+  { sessions = 16, inFlight = 64, warmupMs = 2_000, durationMs = 10_000, tool = 'test_simple_text' },
+) {
   const client = new McpHttp(handle.origin, { connections: inFlight, path: handle.path });
   try {
     const list = await runPool(sessions, 8, () => client.initialize());

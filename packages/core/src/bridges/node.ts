@@ -19,7 +19,12 @@ export interface NodeRequestOptions {
  * Serves one `node:http` request with the MCP handler. Writes SSE straight to `res` (no
  * buffering), honours backpressure through `maxBufferedBytes`, and notices the client leaving.
  */
-export function handleNodeRequest(handler: McpHandler, req: IncomingMessage, res: ServerResponse, options: NodeRequestOptions = {}): Promise<void> {
+export function handleNodeRequest(
+  handler: McpHandler,
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: NodeRequestOptions = {},
+): Promise<void> {
   return handler.handle(new NodeCoreRequest(req, options), new NodeResponder(res));
 }
 
@@ -188,7 +193,11 @@ function sendPending(sink: NodeSseSink): void {
 function readNodeBody(req: IncomingMessage, limit: number): Promise<BodyText> {
   // Another middleware consumed the stream without leaving a body: waiting for 'end' would hang.
   if (req.readableEnded) {
-    return Promise.resolve({ ok: false, tooLarge: false, error: new Error('the request body was already read by another middleware; put a JSON body parser before mcp-kit, or none') });
+    return Promise.resolve({
+      ok: false,
+      tooLarge: false,
+      error: new Error('the request body was already read by another middleware; put a JSON body parser before mcp-kit, or none'),
+    });
   }
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) return Promise.resolve({ ok: false, tooLarge: true });
@@ -212,7 +221,8 @@ function readNodeBody(req: IncomingMessage, limit: number): Promise<BodyText> {
       }
       chunks.push(chunk);
     };
-    const onEnd = () => finish({ ok: true, text: chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8') });
+    const onEnd = () =>
+      finish({ ok: true, text: chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8') });
     const onError = (error: Error) => finish({ ok: false, tooLarge: false, error });
     req.on('data', onData).on('end', onEnd).on('error', onError);
   });

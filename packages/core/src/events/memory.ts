@@ -28,7 +28,10 @@ class StreamLog {
   /** Neighbours in the list of its session's streams (see MemoryEventStore.bySession). */
   prev: StreamLog | undefined;
   next: StreamLog | undefined;
-  constructor(readonly sessionId: string, readonly streamId: string) {}
+  constructor(
+    readonly sessionId: string,
+    readonly streamId: string,
+  ) {}
 
   get size(): number {
     return this.frames.length - this.head;

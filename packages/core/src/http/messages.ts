@@ -19,7 +19,11 @@ export function parseMessages(body: unknown, allowBatch: boolean): ParsedBody | 
   const list: unknown[] = batch ? (body as unknown[]) : [body];
   if (batch) {
     if (!allowBatch) {
-      return reject(400, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol version (2025-06-18 and later); send one message per POST');
+      return reject(
+        400,
+        ErrorCode.InvalidRequest,
+        'Invalid Request: JSON-RPC batches are not supported by this protocol version (2025-06-18 and later); send one message per POST',
+      );
     }
     if (list.length === 0) return reject(400, ErrorCode.InvalidRequest, 'Invalid Request: empty batch');
   }
@@ -45,7 +49,8 @@ export function parseMessages(body: unknown, allowBatch: boolean): ParsedBody | 
         return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: "method" must be a non-empty string`);
       }
       const extra = unexpectedMember(msg, REQUEST_MEMBERS);
-      if (extra !== undefined) return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: unexpected member ${JSON.stringify(extra)}`);
+      if (extra !== undefined)
+        return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: unexpected member ${JSON.stringify(extra)}`);
       if ('params' in msg) {
         const problem = paramsProblem(msg.params);
         if (problem) return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: ${problem}`);
@@ -55,16 +60,22 @@ export function parseMessages(body: unknown, allowBatch: boolean): ParsedBody | 
         if (msg.method === 'initialize') initialize = msg as unknown as JSONRPCMessage;
       }
     } else if (hasId && ('result' in msg || 'error' in msg)) {
-      if ('result' in msg && 'error' in msg) return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: a response has "result" or "error", not both`);
+      if ('result' in msg && 'error' in msg)
+        return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: a response has "result" or "error", not both`);
       const extra = unexpectedMember(msg, RESPONSE_MEMBERS);
-      if (extra !== undefined) return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: unexpected member ${JSON.stringify(extra)}`);
+      if (extra !== undefined)
+        return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: unexpected member ${JSON.stringify(extra)}`);
       if ('result' in msg && !isPlainObject(msg.result)) {
         return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: "result" must be an object`);
       }
       if ('error' in msg) {
         const error = msg.error as { code?: unknown; message?: unknown } | null;
         if (!isPlainObject(error) || !Number.isSafeInteger(error.code) || typeof error.message !== 'string') {
-          return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: "error" must be an object with an integer "code" and a string "message"`);
+          return reject(
+            400,
+            ErrorCode.InvalidRequest,
+            `Invalid Request${where}: "error" must be an object with an integer "code" and a string "message"`,
+          );
         }
       }
     } else {
@@ -102,7 +113,10 @@ function paramsProblem(params: unknown): string | undefined {
   if ('progressToken' in meta && typeof meta.progressToken !== 'string' && !Number.isSafeInteger(meta.progressToken)) {
     return '"params._meta.progressToken" must be a string or an integer';
   }
-  if (RELATED_TASK in meta && !(isPlainObject(meta[RELATED_TASK]) && typeof (meta[RELATED_TASK] as { taskId?: unknown }).taskId === 'string')) {
+  if (
+    RELATED_TASK in meta &&
+    !(isPlainObject(meta[RELATED_TASK]) && typeof (meta[RELATED_TASK] as { taskId?: unknown }).taskId === 'string')
+  ) {
     return `"params._meta.${RELATED_TASK}" must be an object with a string "taskId"`;
   }
   return undefined;

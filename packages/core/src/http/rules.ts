@@ -59,12 +59,20 @@ export function checkContentType(contentType: string | undefined): Verdict {
   if (contentType === 'application/json') return OK;
   const media = (contentType ?? '').split(';')[0]?.trim().toLowerCase();
   if (media === 'application/json') return OK;
-  return reject(415, ErrorCode.ServerError, `Unsupported Media Type: Content-Type must be application/json, got ${contentType ? JSON.stringify(contentType) : 'none'}`);
+  return reject(
+    415,
+    ErrorCode.ServerError,
+    `Unsupported Media Type: Content-Type must be application/json, got ${contentType ? JSON.stringify(contentType) : 'none'}`,
+  );
 }
 
 export function checkProtocolVersion(version: string | undefined, supported: readonly string[]): Verdict {
   if (version === undefined || supported.includes(version)) return OK;
-  return reject(400, ErrorCode.ServerError, `Unsupported MCP-Protocol-Version: ${JSON.stringify(version)}. Supported: ${supported.join(', ')}`);
+  return reject(
+    400,
+    ErrorCode.ServerError,
+    `Unsupported MCP-Protocol-Version: ${JSON.stringify(version)}. Supported: ${supported.join(', ')}`,
+  );
 }
 
 /** Options of the DNS-rebinding check. */
@@ -94,7 +102,11 @@ export function hostName(hostHeader: string): string {
  */
 export function checkHostAndOrigin(host: string | undefined, origin: string | undefined, check: HostCheck): Verdict {
   if (host === undefined || !check.allowedHosts.includes(hostName(host))) {
-    return reject(403, ErrorCode.ServerError, `Forbidden: Host ${JSON.stringify(host ?? '')} is not allowed (DNS-rebinding protection; see allowedHosts)`);
+    return reject(
+      403,
+      ErrorCode.ServerError,
+      `Forbidden: Host ${JSON.stringify(host ?? '')} is not allowed (DNS-rebinding protection; see allowedHosts)`,
+    );
   }
   if (origin !== undefined && origin !== 'null') {
     let originHost: string;
@@ -106,7 +118,11 @@ export function checkHostAndOrigin(host: string | undefined, origin: string | un
     const normalized = origin.toLowerCase().replace(/\/$/, '');
     const ok = check.allowedOrigins.includes(normalized) || check.allowedOrigins.includes(hostName(originHost));
     if (!ok) {
-      return reject(403, ErrorCode.ServerError, `Forbidden: Origin ${JSON.stringify(origin)} is not allowed (DNS-rebinding protection; see allowedOrigins)`);
+      return reject(
+        403,
+        ErrorCode.ServerError,
+        `Forbidden: Origin ${JSON.stringify(origin)} is not allowed (DNS-rebinding protection; see allowedOrigins)`,
+      );
     }
   }
   return OK;

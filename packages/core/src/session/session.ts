@@ -89,7 +89,8 @@ export class Session implements Transport {
       }
     } else {
       if ('id' in message) this.awaitingClient.add(message.id as RequestId);
-      else if ('method' in message && message.method === 'notifications/cancelled') this.awaitingClient.delete((message.params as { requestId?: RequestId } | undefined)?.requestId as RequestId);
+      else if ('method' in message && message.method === 'notifications/cancelled')
+        this.awaitingClient.delete((message.params as { requestId?: RequestId } | undefined)?.requestId as RequestId);
       stream = options?.relatedRequestId !== undefined ? this.byRequest.get(options.relatedRequestId) : this.standalone;
     }
     // Nowhere to deliver: a request that already got its answer, or no GET stream ever opened.

@@ -51,7 +51,11 @@ export async function POST(request) {
       if (message.method === 'tools/call' && message.params.name === 'bench_burst') {
         const { count } = message.params.arguments;
         for (let i = 1; i <= count; i++) {
-          emit({ method: 'notifications/message', params: { level: 'info', logger: 'bench', data: `${BURST_PAYLOAD}${i % 10_000}` }, jsonrpc: '2.0' });
+          emit({
+            method: 'notifications/message',
+            params: { level: 'info', logger: 'bench', data: `${BURST_PAYLOAD}${i % 10_000}` },
+            jsonrpc: '2.0',
+          });
           if (i % BURST_YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
         }
         value = text(`burst ${count}`);

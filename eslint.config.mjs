@@ -1,0 +1,34 @@
+// One lint setup for the whole workspace: the recommended JavaScript and TypeScript rules, plus a
+// few that keep the engine readable. `pnpm lint:code` runs it; `npm test` and CI too.
+import js from '@eslint/js';
+import globals from 'globals';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  {
+    ignores: ['**/node_modules/**', '**/dist/**', '**/.next/**', '**/.turbo/**', 'results/**', 'coverage/**', '**/next-env.d.ts'],
+  },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { ...globals.node }, ecmaVersion: 2022, sourceType: 'module' },
+    rules: {
+      // `_`-prefixed names are deliberately unused (an interface's parameter, a skipped element).
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      // A non-null assertion is allowed where a comment says why; the check is the reviewer's.
+      '@typescript-eslint/no-non-null-assertion': 'off',
+      eqeqeq: ['error', 'always'],
+      'no-console': 'off',
+      'prefer-const': 'error',
+    },
+  },
+  {
+    // Tests read untyped JSON off the wire and build fakes; `any` and `this` aliases are fine there.
+    files: ['tests/**', 'packages/*/test/**'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-this-alias': 'off' },
+  },
+  {
+    files: ['**/*.tsx', 'packages/bench/src/servers/next/**', 'apps/next-example/**'],
+    languageOptions: { globals: { ...globals.browser, ...globals.node } },
+  },
+);
