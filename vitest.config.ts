@@ -1,19 +1,21 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
-const src = (pkg: string) => fileURLToPath(new URL(`./packages/${pkg}/src/index.ts`, import.meta.url));
+const src = (pkg: string, file = 'index') => fileURLToPath(new URL(`./packages/${pkg}/src/${file}.ts`, import.meta.url));
 
 export default defineConfig({
   resolve: {
-    // Tests run against the sources, so a change is tested without a build.
-    alias: {
-      '@mcp-kit/core': src('core'),
-      '@mcp-kit/express': src('express'),
-      '@mcp-kit/fixtures': src('fixtures'),
-      '@mcp-kit/next': src('next'),
-      '@mcp-kit/koa': src('koa'),
-      '@mcp-kit/redis': src('redis'),
-    },
+    // Tests run against the sources, so a change is tested without a build. Exact matches: a bare
+    // `@mcp-kit/core` key would also capture `@mcp-kit/core/internal`.
+    alias: [
+      { find: /^@mcp-kit\/core$/, replacement: src('core') },
+      { find: /^@mcp-kit\/core\/internal$/, replacement: src('core', 'internal') },
+      { find: /^@mcp-kit\/express$/, replacement: src('express') },
+      { find: /^@mcp-kit\/fixtures$/, replacement: src('fixtures') },
+      { find: /^@mcp-kit\/next$/, replacement: src('next') },
+      { find: /^@mcp-kit\/koa$/, replacement: src('koa') },
+      { find: /^@mcp-kit\/redis$/, replacement: src('redis') },
+    ],
   },
   test: {
     include: ['packages/*/test/**/*.test.ts', 'tests/**/*.test.ts'],

@@ -1,22 +1,17 @@
-export { createMcpHandler } from './handler.js';
-export type { McpHandler } from './handler.js';
+// The public API of @mcp-kit/core: what a semver promise covers. Tests and the benchmark reach
+// further through `@mcp-kit/core/internal`, which promises nothing.
+export { createMcpHandler, McpHandler } from './handler.js';
 export type { McpHandlerOptions, ServerFactoryContext, ConnectableServer } from './options.js';
 export { closeSSEStream, closeStandaloneSSEStream } from './streams/close.js';
 export type { SSEStreamControls } from './streams/close.js';
 export { MemoryEventStore } from './events/memory.js';
 export type { MemoryEventStoreOptions } from './events/memory.js';
-export type { EventStore, StreamKey, ReplayResult, StreamListener, StreamSubscription } from './events/store.js';
-export { FORWARDED_HEADER } from './session/cluster.js';
-export type { SessionCluster, SessionOwner, ForwardedRequest } from './session/cluster.js';
-export { parseEventId, eventId, randomId } from './events/ids.js';
-export { handleNodeRequest, nodeResponder } from './bridges/node.js';
-export type { NodeRequestOptions } from './bridges/node.js';
-export type { CoreRequest, CoreResponder, SseSink, BodyText, OutHeaders } from './http/port.js';
-export { checkAccept, checkContentType, checkHostAndOrigin, checkMethod, checkProtocolVersion } from './http/rules.js';
-export type { HostCheck, HeaderMap } from './http/rules.js';
-export { parseMessages } from './http/messages.js';
-export { ErrorCode } from './http/errors.js';
-export type { Verdict, Rejection } from './http/errors.js';
-export { primingEvent, messageEvent, retryField } from './streams/frames.js';
-export { toFetchHandler } from './bridges/web.js';
-export type { FetchHandler, FetchHandlerOptions, FetchCallContext } from './bridges/web.js';
+export { handleNodeRequest } from './bridges/node/index.js';
+export type { NodeRequestOptions } from './bridges/node/index.js';
+export { toFetchHandler } from './bridges/web/index.js';
+export type { FetchHandler, FetchHandlerOptions, FetchCallContext } from './bridges/web/index.js';
+// Ports: for custom event stores, clusters and adapters.
+export type { EventStore, StreamKey, ReplayResult, StreamListener, StreamSubscription } from './ports/event-store.js';
+export { FORWARDED_HEADER } from './ports/cluster.js';
+export type { SessionCluster, SessionOwner, ForwardedRequest } from './ports/cluster.js';
+export type { CoreRequest, CoreResponder, SseSink, BodyText, OutHeaders, HeaderMap, GetAuthInfo } from './ports/http.js';

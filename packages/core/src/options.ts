@@ -1,9 +1,10 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { MemoryEventStore, type MemoryEventStoreOptions } from './events/memory.js';
-import type { EventStore } from './events/store.js';
-import type { SessionCluster } from './session/cluster.js';
 import { LOCAL_HOSTS } from './http/rules.js';
+import type { SessionCluster } from './ports/cluster.js';
+import type { EventStore } from './ports/event-store.js';
+import { nonNegativeInt, positiveInt } from './util/numbers.js';
 
 /** What the server factory receives. */
 export interface ServerFactoryContext {
@@ -97,6 +98,8 @@ export interface McpHandlerOptions {
   cluster?: SessionCluster;
 }
 
+const OWNER = 'createMcpHandler';
+
 export interface ResolvedOptions {
   server: McpHandlerOptions['server'];
   retryMs: number;
@@ -126,18 +129,19 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
   const store = options.eventStore;
   return {
     server: options.server,
-    retryMs: nonNegative(options.retryMs ?? 1000, 'retryMs'),
+    retryMs: nonNegativeInt(options.retryMs ?? 1000, 'retryMs', OWNER),
     stateless: options.stateless ?? false,
     jsonResponse: options.jsonResponse ?? false,
     eventStore: isEventStore(store) ? store : new MemoryEventStore(store ?? {}),
-    keepAliveMs: nonNegative(options.keepAliveMs ?? 15_000, 'keepAliveMs'),
+    keepAliveMs: nonNegativeInt(options.keepAliveMs ?? 15_000, 'keepAliveMs', OWNER),
     maxStreamDurationMs:
-      options.maxStreamDurationMs === undefined ? undefined : positive(options.maxStreamDurationMs, 'maxStreamDurationMs'),
-    sessionIdleTtlMs: positive(options.sessionIdleTtlMs ?? 30 * 60_000, 'sessionIdleTtlMs'),
-    hibernateAfterMs: options.hibernateAfterMs === undefined ? undefined : nonNegative(options.hibernateAfterMs, 'hibernateAfterMs'),
-    maxSessions: positive(options.maxSessions ?? 10_000, 'maxSessions'),
-    maxBodyBytes: positive(options.maxBodyBytes ?? 4 * 1024 * 1024, 'maxBodyBytes'),
-    maxBufferedBytes: positive(options.maxBufferedBytes ?? 4 * 1024 * 1024, 'maxBufferedBytes'),
+      options.maxStreamDurationMs === undefined ? undefined : positiveInt(options.maxStreamDurationMs, 'maxStreamDurationMs', OWNER),
+    sessionIdleTtlMs: positiveInt(options.sessionIdleTtlMs ?? 30 * 60_000, 'sessionIdleTtlMs', OWNER),
+    hibernateAfterMs:
+      options.hibernateAfterMs === undefined ? undefined : nonNegativeInt(options.hibernateAfterMs, 'hibernateAfterMs', OWNER),
+    maxSessions: positiveInt(options.maxSessions ?? 10_000, 'maxSessions', OWNER),
+    maxBodyBytes: positiveInt(options.maxBodyBytes ?? 4 * 1024 * 1024, 'maxBodyBytes', OWNER),
+    maxBufferedBytes: positiveInt(options.maxBufferedBytes ?? 4 * 1024 * 1024, 'maxBufferedBytes', OWNER),
     dnsRebindingProtection: options.dnsRebindingProtection ?? 'auto',
     allowedHosts,
     allowedOrigins: (options.allowedOrigins ?? allowedHosts).map((o) => o.toLowerCase().replace(/\/$/, '')),
@@ -149,16 +153,4 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
 
 function isEventStore(value: unknown): value is EventStore {
   return typeof value === 'object' && value !== null && typeof (value as EventStore).append === 'function';
-}
-
-function nonNegative(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 0)
-    throw new RangeError(`createMcpHandler: ${name} must be a non-negative integer (ms), got ${String(value)}`);
-  return value;
-}
-
-function positive(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 1)
-    throw new RangeError(`createMcpHandler: ${name} must be a positive integer, got ${String(value)}`);
-  return value;
 }

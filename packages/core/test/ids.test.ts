@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eventId, parseEventId, randomId } from '@mcp-kit/core';
+import { eventId, parseEventId, randomId } from '@mcp-kit/core/internal';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const TOKEN = 'AbCdEfGhIjKlMnOpQrSt-_';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ErrorCode, parseMessages } from '@mcp-kit/core';
+import { ErrorCode, parseMessages } from '@mcp-kit/core/internal';
 import { allowsBatches } from '../src/http/messages.js';
 
 const request = (id: string | number, method = 'tools/call', params: unknown = { name: 'x' }) => ({ jsonrpc: '2.0', id, method, params });

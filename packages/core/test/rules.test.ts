@@ -8,7 +8,7 @@ import {
   ErrorCode,
   type HostCheck,
   type Verdict,
-} from '@mcp-kit/core';
+} from '@mcp-kit/core/internal';
 import { header, hostName, isLoopbackAddress, LOCAL_HOSTS } from '../src/http/rules.js';
 
 const OK = { ok: true };

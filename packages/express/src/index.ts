@@ -1,14 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { handleNodeRequest, type McpHandler } from '@mcp-kit/core';
+import { handleNodeRequest, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
 
 export interface McpExpressOptions {
   /**
-   * Where tool handlers' `extra.authInfo` comes from. Default: `req.auth`, which the SDK's
-   * `requireBearerAuth` middleware sets.
+   * Where tool handlers' `extra.authInfo` comes from (sync or async). Default: `req.auth`, which the
+   * SDK's `requireBearerAuth` middleware sets.
    */
-  getAuthInfo?: (req: Request) => AuthInfo | undefined;
+  getAuthInfo?: GetAuthInfo<Request>;
 }
 
 /**
@@ -31,12 +31,10 @@ export function mcpExpress(handler: McpHandler, options: McpExpressOptions = {})
     if (req.route === undefined && req.path !== '/' && req.path !== '') return next();
     // body-parser marks a body it consumed with `_body`; the raw stream is gone then.
     const parsed = (req as Request & { _body?: boolean })._body === true || (req.body !== undefined && req.readableEnded);
-    handleNodeRequest(handler, req, res, {
-      parsedBody: req.body,
-      hasParsedBody: parsed,
-      authInfo: getAuthInfo(req),
-      url: requestUrl(req),
-    }).catch(next);
+    const serve = (authInfo: AuthInfo | undefined) =>
+      handleNodeRequest(handler, req, res, { parsedBody: req.body, hasParsedBody: parsed, authInfo, url: requestUrl(req) });
+    const auth = getAuthInfo(req);
+    (auth instanceof Promise ? auth.then(serve) : serve(auth)).catch(next);
   };
 }
 
@@ -47,7 +45,7 @@ export interface McpFirstOptions {
    * Where tool handlers' `extra.authInfo` comes from. Express middleware does not run for MCP
    * requests here, so verify the token in this function (sync or async). Default: none.
    */
-  getAuthInfo?: (req: IncomingMessage) => AuthInfo | undefined | Promise<AuthInfo | undefined>;
+  getAuthInfo?: GetAuthInfo<IncomingMessage>;
 }
 
 /**

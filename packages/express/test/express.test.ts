@@ -115,7 +115,8 @@ describe('mcpExpress', () => {
     const broken = createMcpHandler({ server: () => createFixtureServer() });
     handlers.push(broken);
     // A handler whose engine throws: a bug, not a protocol error.
-    const failing: McpHandler = { ...broken, handle: async () => Promise.reject(new Error('engine exploded')) };
+    const failing: McpHandler = Object.create(broken);
+    failing.handle = async () => Promise.reject(new Error('engine exploded'));
     app.use('/mcp', mcpExpress(failing));
     app.use(((err, _req, res, _next) => {
       seen.push(err);

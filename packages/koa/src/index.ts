@@ -1,6 +1,6 @@
 import type { Context, Middleware, Next } from 'koa';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { handleNodeRequest, type McpHandler } from '@mcp-kit/core';
+import { handleNodeRequest, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
 
 export interface McpKoaOptions {
   /**
@@ -11,11 +11,11 @@ export interface McpKoaOptions {
    */
   path?: string;
   /**
-   * Where tool handlers' `extra.authInfo` comes from. Default: `ctx.state.auth`, so an auth
+   * Where tool handlers' `extra.authInfo` comes from (sync or async). Default: `ctx.state.auth`, so an auth
    * middleware before this one only has to set `ctx.state.auth = { token, clientId, scopes }`.
    * A session is bound to the principal that created it (`clientId` and `extra.sub`).
    */
-  getAuthInfo?: (ctx: Context) => AuthInfo | undefined;
+  getAuthInfo?: GetAuthInfo<Context>;
 }
 
 /**
@@ -56,10 +56,11 @@ export function mcpKoa(handler: McpHandler, options: McpKoaOptions = {}): Middle
       onerror.call(ctx, error);
     };
     try {
+      const auth = getAuthInfo(ctx);
       await handleNodeRequest(handler, ctx.req, ctx.res, {
         parsedBody: request.body,
         hasParsedBody,
-        authInfo: getAuthInfo(ctx),
+        authInfo: auth instanceof Promise ? await auth : auth,
         url: fullUrl(ctx),
       });
     } catch (error) {

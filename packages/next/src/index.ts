@@ -1,5 +1,4 @@
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { toFetchHandler, type McpHandler } from '@mcp-kit/core';
+import { toFetchHandler, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
 
 export interface McpNextOptions {
   /**
@@ -12,7 +11,7 @@ export interface McpNextOptions {
    *   return token ? await verifyToken(token) : undefined; // → { token, clientId, scopes, extra }
    * }
    */
-  getAuthInfo?: (req: Request) => AuthInfo | undefined | Promise<AuthInfo | undefined>;
+  getAuthInfo?: GetAuthInfo<Request>;
   /**
    * The address the server listens on, e.g. `'127.0.0.1'`. A route handler cannot see its socket,
    * so `dnsRebindingProtection: 'auto'` only turns on when this is a loopback address; or set
@@ -72,4 +71,4 @@ export function getOrCreate<T>(name: string, create: () => T): T {
 
 export type { McpHandler } from '@mcp-kit/core';
 export { toFetchHandler } from '@mcp-kit/core';
-export type { FetchHandler, FetchHandlerOptions } from '@mcp-kit/core';
+export type { FetchHandler, FetchHandlerOptions, GetAuthInfo } from '@mcp-kit/core';

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { CoreResponder, ForwardedRequest, SessionCluster, SessionOwner } from '@mcp-kit/core';
+import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient } from './client.js';
 import { HttpForwarder } from './forward.js';
 
@@ -87,8 +88,8 @@ export class RedisSessionCluster implements SessionCluster {
     this.ownsClient = options.ownsClient ?? !options.client;
     this.prefix = options.keyPrefix ?? 'mcp-kit:';
     this.instanceId = options.instanceId ?? randomUUID();
-    this.heartbeatMs = positiveInt(options.heartbeatMs ?? 2_000, 'heartbeatMs');
-    this.ownerTtlMs = positiveInt(options.ownerTtlMs ?? 24 * 60 * 60_000, 'ownerTtlMs');
+    this.heartbeatMs = positiveInt(options.heartbeatMs ?? 2_000, 'heartbeatMs', 'RedisSessionCluster');
+    this.ownerTtlMs = positiveInt(options.ownerTtlMs ?? 24 * 60 * 60_000, 'ownerTtlMs', 'RedisSessionCluster');
     this.ownerCheckMs = Math.max(this.heartbeatMs, 1_000);
     this.forwarder = new HttpForwarder({
       instanceId: this.instanceId,
@@ -215,10 +216,4 @@ export class RedisSessionCluster implements SessionCluster {
   private instanceKey(instanceId: string): string {
     return `${this.prefix}instance:${instanceId}`;
   }
-}
-
-function positiveInt(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 1)
-    throw new RangeError(`RedisSessionCluster: ${name} must be a positive integer, got ${String(value)}`);
-  return value;
 }

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { EventStore, ReplayResult, StreamKey, StreamListener, StreamSubscription } from '@mcp-kit/core';
+import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, LuaScript, whenReady } from './client.js';
 
 export interface RedisEventStoreOptions {
@@ -129,15 +130,15 @@ export class RedisEventStore implements EventStore {
   constructor(options: RedisEventStoreOptions & { /** @internal */ ownsClient?: boolean } = {}) {
     if (!options.client && !options.url)
       throw new TypeError('RedisEventStore: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
-    this.commandTimeoutMs = positiveInt(options.commandTimeoutMs ?? 2_000, 'commandTimeoutMs');
+    this.commandTimeoutMs = positiveInt(options.commandTimeoutMs ?? 2_000, 'commandTimeoutMs', 'RedisEventStore');
     this.client =
       options.client ??
       createRedisClient(options.url as string, { commandTimeoutMs: this.commandTimeoutMs, connectionName: 'mcp-kit-events' });
     this.ownsClient = options.ownsClient ?? !options.client;
     this.keyPrefix = options.keyPrefix ?? 'mcp-kit:';
-    this.maxEventsPerStream = positiveInt(options.maxEventsPerStream ?? 10_000, 'maxEventsPerStream');
-    this.streamTtlMs = positiveInt(options.streamTtlMs ?? 15 * 60_000, 'streamTtlMs');
-    this.reconnectGraceMs = positiveInt(options.reconnectGraceMs ?? 2_000, 'reconnectGraceMs');
+    this.maxEventsPerStream = positiveInt(options.maxEventsPerStream ?? 10_000, 'maxEventsPerStream', 'RedisEventStore');
+    this.streamTtlMs = positiveInt(options.streamTtlMs ?? 15 * 60_000, 'streamTtlMs', 'RedisEventStore');
+    this.reconnectGraceMs = positiveInt(options.reconnectGraceMs ?? 2_000, 'reconnectGraceMs', 'RedisEventStore');
   }
 
   /**
@@ -456,10 +457,4 @@ class Tail implements StreamSubscription {
     this.pending = [];
     this.onDone();
   }
-}
-
-function positiveInt(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 1)
-    throw new RangeError(`RedisEventStore: ${name} must be a positive integer, got ${String(value)}`);
-  return value;
 }

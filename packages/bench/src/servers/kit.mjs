@@ -1,5 +1,6 @@
 // What the three mcp-kit servers share: the handler with the bench surface and a store filler.
-import { createMcpHandler, eventId, MemoryEventStore, messageEvent, randomId } from '@mcp-kit/core';
+import { createMcpHandler, MemoryEventStore } from '@mcp-kit/core';
+import { eventId, messageEvent, randomId } from '@mcp-kit/core/internal';
 import { FILL_EVENTS_PER_STREAM, FILL_MESSAGE, FILL_STREAMS_PER_SESSION } from './control.mjs';
 import { benchEnv, createBenchServer } from './tools.mjs';
 

@@ -1,4 +1,5 @@
-import type { EventStore, ReplayResult, StreamKey } from './store.js';
+import type { EventStore, ReplayResult, StreamKey } from '../ports/event-store.js';
+import { positiveInt } from '../util/numbers.js';
 
 /** Retention limits of {@link MemoryEventStore}. Every limit applies at once. */
 export interface MemoryEventStoreOptions {
@@ -77,10 +78,10 @@ export class MemoryEventStore implements EventStore {
   private events = 0;
 
   constructor(options: MemoryEventStoreOptions = {}) {
-    this.maxEventsPerStream = positiveInt(options.maxEventsPerStream ?? 10_000, 'maxEventsPerStream');
-    this.maxBytes = positiveInt(options.maxBytes ?? 64 * 1024 * 1024, 'maxBytes');
-    this.maxAgeMs = positiveInt(options.maxAgeMs ?? 15 * 60_000, 'maxAgeMs');
-    this.maxTombstones = positiveInt(options.maxTombstones ?? 10_000, 'maxTombstones');
+    this.maxEventsPerStream = positiveInt(options.maxEventsPerStream ?? 10_000, 'maxEventsPerStream', 'MemoryEventStore');
+    this.maxBytes = positiveInt(options.maxBytes ?? 64 * 1024 * 1024, 'maxBytes', 'MemoryEventStore');
+    this.maxAgeMs = positiveInt(options.maxAgeMs ?? 15 * 60_000, 'maxAgeMs', 'MemoryEventStore');
+    this.maxTombstones = positiveInt(options.maxTombstones ?? 10_000, 'maxTombstones', 'MemoryEventStore');
     this.now = options.now ?? Date.now;
   }
 
@@ -225,11 +226,4 @@ export class MemoryEventStore implements EventStore {
       this.tombstones.delete(oldest);
     }
   }
-}
-
-function positiveInt(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 1) {
-    throw new RangeError(`MemoryEventStore: ${name} must be a positive integer, got ${String(value)}`);
-  }
-  return value;
 }

@@ -1,7 +1,10 @@
+import type { CoreResponder } from '../ports/http.js';
+
 /** JSON-RPC error codes used for transport-level rejections. */
 export const ErrorCode = {
   ParseError: -32700,
   InvalidRequest: -32600,
+  InternalError: -32603,
   /** Transport-level refusal (bad header, method, size...). The SDK uses the same code. */
   ServerError: -32000,
   SessionNotFound: -32001,
@@ -26,4 +29,45 @@ export function reject(status: number, code: number, message: string, headers?: 
 
 export function errorBody(code: number, message: string, id: string | number | null = null): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } });
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+/** Answers a request with a rejection: its status, its headers, and a JSON-RPC error body. */
+export function sendRejection(res: CoreResponder, r: Rejection): void {
+  res.send(r.status, r.headers ? { ...JSON_HEADERS, ...r.headers } : JSON_HEADERS, errorBody(r.code, r.message));
+}
+
+// --- The rejections more than one path gives ------------------------------------------------------
+
+/** A dependency (the event store, the session directory) failed; the client should retry soon. */
+export function unavailable(what: string): Rejection {
+  return reject(503, ErrorCode.ServerError, `Service Unavailable: ${what} is unavailable; retry later`, { 'retry-after': '1' });
+}
+
+export function sessionNotFound(why = 'it expired or was deleted'): Rejection {
+  return reject(404, ErrorCode.SessionNotFound, `Session not found: ${why}; initialize a new session`);
+}
+
+export function foreignPrincipal(): Rejection {
+  return reject(403, ErrorCode.ServerError, 'Forbidden: this session belongs to another principal');
+}
+
+export function malformedCursor(lastEventId: string): Rejection {
+  return reject(400, ErrorCode.InvalidRequest, `Bad Request: malformed Last-Event-ID ${JSON.stringify(lastEventId.slice(0, 80))}`);
+}
+
+/** A `Last-Event-ID` the store cannot replay from: never a partial history. */
+export function replayRejection(reason: 'unknown' | 'evicted'): Rejection {
+  return reason === 'evicted'
+    ? reject(
+        410,
+        ErrorCode.ServerError,
+        'Gone: the events after this Last-Event-ID were evicted by the event store retention limits; this stream cannot be resumed without loss',
+      )
+    : reject(
+        404,
+        ErrorCode.ServerError,
+        "Not Found: Last-Event-ID names no event of this session (unknown, another session's, or past the end of its stream)",
+      );
 }

@@ -1,7 +1,6 @@
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { HeaderMap } from '../ports/http.js';
 import { ErrorCode, OK, reject, type Verdict } from './errors.js';
-
-/** Lower-cased header map, as Node gives it. */
-export type HeaderMap = Record<string, string | string[] | undefined>;
 
 export function header(headers: HeaderMap, name: string): string | undefined {
   const v = headers[name];
@@ -131,4 +130,14 @@ export function checkHostAndOrigin(host: string | undefined, origin: string | un
 export function isLoopbackAddress(address: string | undefined): boolean {
   if (!address) return false;
   return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
+}
+
+/**
+ * The identity a session is bound to: the auth info's `clientId` and its `extra.sub` (a user behind
+ * a shared client); `undefined` for an anonymous request.
+ */
+export function principalOf(authInfo: AuthInfo | undefined): string | undefined {
+  if (!authInfo) return undefined;
+  const sub = (authInfo.extra as { sub?: unknown } | undefined)?.sub;
+  return `${authInfo.clientId}\u0000${typeof sub === 'string' ? sub : ''}`;
 }

@@ -1,12 +1,15 @@
 import { randomId } from '../events/ids.js';
 import type { ResolvedOptions } from '../options.js';
 import type { SseConnection } from '../streams/connection.js';
-import { asError, Session } from './session.js';
+import { asError, settle } from '../util/errors.js';
+import { Session } from './session.js';
 
 /**
  * All sessions of one handler: creation under a cap, lookup, idle expiry, and the periodic work
  * (keep-alives, store eviction) done by one timer instead of one per stream.
  */
+const NOTHING = (): void => {};
+
 export class SessionRegistry {
   readonly sessions = new Map<string, Session>();
   /** Every open SSE connection, for keep-alives and shutdown. */
@@ -36,15 +39,16 @@ export class SessionRegistry {
     return this.sessions.size >= this.options.maxSessions;
   }
 
-  create(): Session {
-    const session = new Session(randomId(), this.options, this.live, (s) => this.forget(s));
+  /** A new session bound to `principal` (the identity that created it; `undefined` without auth). */
+  create(principal: string | undefined): Session {
+    const session = new Session(randomId(), principal, this.options, this.live, this.forgetFn);
     this.sessions.set(session.sessionId as string, session);
     return session;
   }
 
   /** A throwaway session for one stateless request. */
   ephemeral(): Session {
-    return new Session(undefined, this.options, this.live, () => {});
+    return new Session(undefined, undefined, this.options, this.live, NOTHING);
   }
 
   get(sessionId: string): Session | undefined {
@@ -78,7 +82,7 @@ export class SessionRegistry {
     cluster.activeElsewhere(session.sessionId as string).then(
       (active) => {
         this.asking.delete(session);
-        if (active) session.lastActive = now;
+        if (active) session.touch(now);
         // Still idle here too (no request or connection arrived while we asked)?
         else if (session.openConnections === 0 && session.lastActive < now - this.options.sessionIdleTtlMs) session.terminate(undefined);
       },
@@ -102,24 +106,15 @@ export class SessionRegistry {
     for (const conn of [...this.live]) conn.end(retryMs);
   }
 
+  private readonly forgetFn = (session: Session): void => this.forget(session);
+
+  /** A session ended: its events and its owner record go too. */
   private forget(session: Session): void {
-    if (session.sessionId === undefined) return;
-    this.sessions.delete(session.sessionId);
-    try {
-      const r = this.options.eventStore.deleteSession(session.sessionId);
-      if (r) r.catch((error: unknown) => this.options.onError(error instanceof Error ? error : new Error(String(error))));
-    } catch (error) {
-      this.options.onError(error instanceof Error ? error : new Error(String(error)));
-    }
-    const cluster = this.options.cluster;
-    if (cluster) {
-      try {
-        const r = cluster.release(session.sessionId);
-        if (r) r.catch((error: unknown) => this.options.onError(asError(error, 'cluster release failed')));
-      } catch (error) {
-        this.options.onError(asError(error, 'cluster release failed'));
-      }
-    }
+    const id = session.sessionId as string;
+    this.sessions.delete(id);
+    const { eventStore, cluster, onError } = this.options;
+    settle(() => eventStore.deleteSession(id), onError, 'event store deleteSession failed');
+    if (cluster) settle(() => cluster.release(id), onError, 'cluster release failed');
   }
 
   private every(ms: number, fn: () => void): void {

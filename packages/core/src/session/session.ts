@@ -1,18 +1,18 @@
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { JSONRPCMessage, JSONRPCRequest, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { eventId, randomId } from '../events/ids.js';
-import type { StreamKey } from '../events/store.js';
+import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { randomId } from '../events/ids.js';
+import { ErrorCode, reject, sendRejection } from '../http/errors.js';
 import type { ResolvedOptions } from '../options.js';
+import type { CoreResponder, HeaderMap, OutHeaders } from '../ports/http.js';
 import { SseConnection } from '../streams/connection.js';
-import { messageEvent, primingEvent } from '../streams/frames.js';
-import { Stream } from '../streams/stream.js';
-import type { HeaderMap } from '../http/rules.js';
+import { JSON_HEADERS, SSE_HEADERS } from '../streams/frames.js';
+import { Stream, type JsonReply } from '../streams/stream.js';
+import { asError } from '../util/errors.js';
+import { StreamRoutes } from './routes.js';
+import { SessionServer } from './server.js';
 
 const RESOLVED: Promise<void> = Promise.resolve();
-
-/** Ids of the requests a session sends its own server to restore it; no client id starts with NUL. */
-const RESTORE_ID_PREFIX = '\u0000mcp-kit:restore:';
 
 /** Per-connection context the core passes in from the HTTP layer. */
 export interface Inbound {
@@ -22,7 +22,7 @@ export interface Inbound {
 }
 
 /**
- * One MCP session: the SDK `Transport` its `McpServer` is connected to, plus the registry of its
+ * One MCP session: the SDK `Transport` its server is connected to, plus the registry of its
  * streams. `send(message, { relatedRequestId })` routes each outgoing message to the stream of
  * the request it belongs to; messages of no request go to the standalone GET stream.
  */
@@ -33,37 +33,22 @@ export class Session implements Transport {
 
   /** Negotiated protocol version, learned from the initialize response. */
   protocolVersion: string | undefined;
+  /** When the session last saw a request or lost a connection; the idle TTL counts from here. */
   lastActive: number;
   closed = false;
-  /** Principal that created the session; later requests must carry the same. */
-  owner: string | undefined;
   /** Open connections (any stream). A session with one is never idle. */
   openConnections = 0;
-  /** Response headers the handler builds once per session (they carry its id). */
-  readonly responseHeaders: { sse?: Record<string, string>; json?: Record<string, string> } = {};
+  /** The server behind the session, and what hibernation keeps to rebuild it. */
+  readonly server = new SessionServer((message) => this.onmessage?.(message, {}));
 
-  private readonly streams = new Map<string, Stream>();
-  private readonly byRequest = new Map<RequestId, Stream>();
-  private standalone: Stream | undefined;
-  private server: { close(): Promise<void> } | undefined;
-
-  // --- Hibernation: the server of an idle session is let go and rebuilt on its next POST -----
-  /** The session's server was released; {@link restore} connects a new one. */
-  hibernated = false;
-  /** A restore in progress, shared by the requests that arrive during it. */
-  waking: Promise<void> | undefined;
-  /** The client's initialize request and its last `logging/setLevel`: replayed to a new server. */
-  private initializeRequest: JSONRPCRequest | undefined;
-  private loggingLevel: JSONRPCRequest['params'] | undefined;
-  /** Requests the server sent the client that are not answered yet (sampling, elicitation...). */
-  private readonly awaitingClient = new Set<RequestId>();
-  /** Answers due from the server to the restore requests. */
-  private readonly restoring = new Map<RequestId, (error: string | undefined) => void>();
-  private restoreSeq = 0;
+  private readonly routes = new StreamRoutes();
+  private headers: { sse?: OutHeaders; json?: OutHeaders } = {};
 
   constructor(
     /** `undefined` in stateless mode. */
     readonly sessionId: string | undefined,
+    /** Principal that created the session; later requests must carry the same. */
+    readonly principal: string | undefined,
     private readonly options: ResolvedOptions,
     private readonly live: Set<SseConnection>,
     private readonly onTerminated: (session: Session) => void,
@@ -80,18 +65,16 @@ export class Session implements Transport {
     let stream: Stream | undefined;
     let responseTo: RequestId | undefined;
     if ('id' in message && !('method' in message)) {
+      if (this.server.consumeRestoreAnswer(message)) return RESOLVED;
       responseTo = message.id as RequestId;
-      if (this.restoring.size > 0 && this.restoring.has(responseTo)) return this.restored(message);
-      stream = this.byRequest.get(responseTo);
+      stream = this.routes.forRequest(responseTo);
       if (stream && 'result' in message && this.protocolVersion === undefined) {
         const version = (message.result as { protocolVersion?: unknown }).protocolVersion;
         if (typeof version === 'string') this.protocolVersion = version;
       }
     } else {
-      if ('id' in message) this.awaitingClient.add(message.id as RequestId);
-      else if ('method' in message && message.method === 'notifications/cancelled')
-        this.awaitingClient.delete((message.params as { requestId?: RequestId } | undefined)?.requestId as RequestId);
-      stream = options?.relatedRequestId !== undefined ? this.byRequest.get(options.relatedRequestId) : this.standalone;
+      this.server.sent(message);
+      stream = options?.relatedRequestId !== undefined ? this.routes.forRequest(options.relatedRequestId) : this.routes.standalone;
     }
     // Nowhere to deliver: a request that already got its answer, or no GET stream ever opened.
     if (!stream) return RESOLVED;
@@ -99,96 +82,22 @@ export class Session implements Transport {
   }
 
   async close(): Promise<void> {
-    if (this.hibernated && !this.closed) return this.detach();
+    if (this.server.hibernated && !this.closed) return this.detachServer();
     this.terminate(undefined);
   }
 
-  // --- Streams -------------------------------------------------------------------------------
+  // --- Requests in ---------------------------------------------------------------------------
 
-  /** Binds the server so terminate() can close it. */
-  attachServer(server: { close(): Promise<void> }): void {
-    this.server = server;
+  /** A request for this session arrived (here, or on another instance): it is not idle. */
+  touch(now: number = Date.now()): void {
+    this.lastActive = now;
   }
 
   isInFlight(id: RequestId): boolean {
-    return this.byRequest.has(id);
+    return this.routes.forRequest(id) !== undefined;
   }
 
-  /** Opens the response stream of a POST that carries requests. */
-  openRequestStream(requestIds: RequestId[], resumable: boolean, closable: boolean): Stream {
-    const stream = new Stream(randomId(), 'request', new Set(requestIds), resumable, closable);
-    this.streams.set(stream.id, stream);
-    for (const id of requestIds) this.byRequest.set(id, stream);
-    return stream;
-  }
-
-  /** The standalone GET stream, created on the first GET. */
-  standaloneStream(resumable: boolean, closable: boolean): Stream {
-    if (!this.standalone) {
-      this.standalone = new Stream(randomId(), 'standalone', new Set(), resumable, closable);
-      this.streams.set(this.standalone.id, this.standalone);
-    }
-    this.standalone.closable = closable;
-    return this.standalone;
-  }
-
-  activeStream(streamId: string): Stream | undefined {
-    return this.streams.get(streamId);
-  }
-
-  streamKey(stream: Stream): StreamKey {
-    // Made once per stream: every stored frame passes it to the store.
-    return (stream.key ??= { sessionId: this.sessionId as string, streamId: stream.id });
-  }
-
-  /** Forgets a stream that never went on the wire (its store registration failed). */
-  dropStream(stream: Stream): void {
-    this.streams.delete(stream.id);
-    for (const id of stream.pending) this.byRequest.delete(id);
-    if (this.standalone === stream) this.standalone = undefined;
-  }
-
-  /** Puts a new connection under a stream, replacing a stale one. */
-  attach(stream: Stream, conn: SseConnection): void {
-    const previous = stream.conn;
-    // A request whose client left while we read the store must not push out a newer, live connection.
-    const replaces = !conn.closed;
-    if (replaces) stream.conn = conn;
-    this.openConnections++;
-    this.live.add(conn);
-    conn.onClose(() => {
-      this.openConnections--;
-      this.live.delete(conn);
-      this.lastActive = Date.now();
-      if (stream.conn === conn) stream.conn = undefined;
-      // Nobody can resume a stateless stream: stop its work when the client leaves.
-      if (this.sessionId === undefined && !stream.complete) this.terminate(undefined);
-    });
-    // A replaced connection may still be read: end it as a server close, so its client comes back.
-    if (replaces && previous && previous !== conn) previous.end(stream.closable ? (stream.retryMs ?? this.options.retryMs) : undefined);
-    if (this.options.maxStreamDurationMs !== undefined && stream.closable) {
-      const timer = setTimeout(() => conn.end(this.options.retryMs), this.options.maxStreamDurationMs);
-      conn.onClose(() => clearTimeout(timer));
-    }
-  }
-
-  /** Writes the priming event: a cursor into the stream and the retry hint. */
-  prime(streamId: string, seq: number, conn: SseConnection, retryMs: number = this.options.retryMs): void {
-    conn.write(primingEvent(eventId(streamId, seq), retryMs));
-  }
-
-  get hasStandalone(): boolean {
-    return this.standalone !== undefined;
-  }
-
-  newConnection(sink: ConstructorParameters<typeof SseConnection>[0]): SseConnection {
-    return new SseConnection(sink, this.options.maxBufferedBytes, this.overflowed, Date.now());
-  }
-
-  private readonly overflowed = (conn: SseConnection): void => conn.end(this.options.retryMs);
-  private readonly closeStandaloneFn = (retryMs?: number): boolean => this.closeStandalone(retryMs);
-
-  /** Hands incoming messages to the SDK, with the per-request SEP-1699 controls in `extra`. */
+  /** Hands incoming messages to the server, with the per-request SEP-1699 controls in `extra`. */
   dispatch(messages: JSONRPCMessage[], inbound: Inbound): void {
     // The client left (or the session ended) before we got here: no work for nobody.
     if (this.closed) return;
@@ -199,11 +108,8 @@ export class Session implements Transport {
         const id = message.id as RequestId;
         extra.closeSSEStream = ((retryMs?: number) => this.closeRequestStream(id, retryMs)) as () => void;
         extra.closeStandaloneSSEStream = this.closeStandaloneFn as () => void;
-        if (message.method === 'initialize') this.initializeRequest ??= message;
-        else if (message.method === 'logging/setLevel') this.loggingLevel = message.params;
-      } else if ('id' in message && this.awaitingClient.size > 0) {
-        this.awaitingClient.delete(message.id as RequestId);
       }
+      this.server.received(message);
       this.onmessage?.(message, extra);
       if ('method' in message && message.method === 'notifications/cancelled' && !('id' in message)) {
         this.releaseCancelled((message.params as { requestId?: unknown } | undefined)?.requestId);
@@ -211,135 +117,177 @@ export class Session implements Transport {
     }
   }
 
+  // --- Streams -------------------------------------------------------------------------------
+
+  /** Opens the response stream of a POST that carries requests. */
+  openRequestStream(requestIds: RequestId[], resumable: boolean, polling: boolean): Stream {
+    return this.routes.add(new Stream(randomId(), this.sessionId, 'request', new Set(requestIds), resumable, polling));
+  }
+
+  /** JSON-response mode: the answers to `requestIds` are gathered and sent as one body. */
+  openJsonReply(requestIds: RequestId[], reply: JsonReply): void {
+    this.routes.add(new Stream(randomId(), this.sessionId, 'request', new Set(requestIds), false, false, reply));
+  }
+
+  /** The standalone GET stream, created on the first GET; `created` says whether this call made it. */
+  standaloneStream(polling: boolean): { stream: Stream; created: boolean } {
+    let stream = this.routes.standalone;
+    const created = stream === undefined;
+    stream ??= this.routes.standalone = this.routes.add(new Stream(randomId(), this.sessionId, 'standalone', new Set(), true, polling));
+    stream.polling = polling;
+    return { stream, created };
+  }
+
+  activeStream(streamId: string): Stream | undefined {
+    return this.routes.get(streamId);
+  }
+
   /**
-   * The SDK aborts a cancelled request's handler and sends it no response, so nothing would ever
-   * end its stream or free its id. Release it as if answered. (The SDK ignores a falsy id; so do we.)
+   * Puts a stream on the wire: registers it with the store when `register` (a cursor into it must
+   * be valid before the priming event hands one out), opens the SSE response, primes it when the
+   * client polls, and attaches the connection. `false`, or a promise of it, when the store refused
+   * (the 503 is sent). A synchronous store answers without a promise, so a POST takes no extra hop.
    */
-  private releaseCancelled(requestId: unknown): void {
-    if ((typeof requestId !== 'string' && typeof requestId !== 'number') || !requestId) return;
-    const stream = this.byRequest.get(requestId);
-    if (!stream || stream.json || !stream.pending.delete(requestId)) return;
-    this.byRequest.delete(requestId);
-    if (stream.kind !== 'request' || stream.pending.size > 0) return;
-    // Frames still on their way to an asynchronous store go out first.
-    if (stream.tail) void stream.tail.then(() => this.finish(stream));
-    else this.finish(stream);
+  openStream(stream: Stream, res: CoreResponder, register: boolean): boolean | Promise<boolean> {
+    if (register) {
+      let created: void | Promise<void>;
+      try {
+        created = this.options.eventStore.createStream(stream.key);
+      } catch (error) {
+        return this.storeRefused(stream, res, error);
+      }
+      if (created !== undefined) {
+        return Promise.resolve(created).then(
+          () => this.putOnWire(stream, res),
+          (error: unknown) => this.storeRefused(stream, res, error),
+        );
+      }
+    }
+    return this.putOnWire(stream, res);
+  }
+
+  /** Opens an SSE response for this session (a resume replays into it before it follows a stream). */
+  newConnection(res: CoreResponder): SseConnection {
+    return new SseConnection(res.stream(this.sseHeaders), this.options.maxBufferedBytes, this.overflowed, Date.now());
+  }
+
+  /** A resumed connection caught up through frame `replayedThrough`: it carries the stream live from there. */
+  follow(stream: Stream, conn: SseConnection, replayedThrough: number): void {
+    conn.skipThrough(replayedThrough);
+    this.attach(stream, conn);
+  }
+
+  get sseHeaders(): OutHeaders {
+    if (this.sessionId === undefined) return SSE_HEADERS;
+    return (this.headers.sse ??= { ...SSE_HEADERS, 'mcp-session-id': this.sessionId });
+  }
+
+  get jsonHeaders(): OutHeaders {
+    if (this.sessionId === undefined) return JSON_HEADERS;
+    return (this.headers.json ??= { ...JSON_HEADERS, 'mcp-session-id': this.sessionId });
   }
 
   closeRequestStream(id: RequestId, retryMs?: number): boolean {
-    return this.closeStream(this.byRequest.get(id), retryMs);
+    return this.routes.forRequest(id)?.close(retryMs, this.options) ?? false;
   }
 
   closeStandalone(retryMs?: number): boolean {
-    return this.closeStream(this.standalone, retryMs);
+    return this.routes.standalone?.close(retryMs, this.options) ?? false;
   }
 
-  /** SEP-1699 close: `retry:` then end; the stream itself lives on and keeps storing events. */
-  private closeStream(stream: Stream | undefined, retryMs: number | undefined): boolean {
-    if (!stream || !stream.closable) return false;
-    if (retryMs !== undefined) stream.retryMs = retryMs;
-    const retry = retryMs ?? stream.retryMs ?? this.options.retryMs;
-    stream.conn?.end(retry);
-    this.closeRemoteTails(stream, retry);
-    return true;
+  // --- Hibernation ---------------------------------------------------------------------------
+
+  get hibernated(): boolean {
+    return this.server.hibernated;
   }
 
-  /** In a cluster the client may be following this stream from another instance: end that tail too. */
-  private closeRemoteTails(stream: Stream, retryMs: number): void {
-    const store = this.options.eventStore;
-    if (!store.closeTails || !stream.resumable || this.sessionId === undefined) return;
-    const key = this.streamKey(stream);
-    const seq = stream.seq;
-    // Behind the appends still in flight, so a tail delivers every frame sent before the close.
-    void (stream.tail ?? RESOLVED)
-      .then(() => store.closeTails!(key, seq, retryMs))
-      .catch((error: unknown) => this.options.onError(asError(error, 'event store closeTails failed')));
-  }
-
-  /**
-   * Nothing would be lost by letting the server go: no request is in flight either way and no
-   * stream is mid-response. An open standalone GET stream stays open; it just has no server behind it.
-   */
-  get canHibernate(): boolean {
-    if (this.closed || this.hibernated || this.waking || !this.server || !this.initializeRequest) return false;
-    if (this.awaitingClient.size > 0 || this.byRequest.size > 0) return false;
-    for (const stream of this.streams.values()) if (stream.kind === 'request' || stream.tail) return false;
-    return true;
-  }
-
-  /** Closes the session's server (its `onclose` runs) and keeps what {@link restore} needs. */
+  /** Lets the server go if nothing would be lost (see {@link SessionServer.canLetGo}). */
   hibernate(): boolean {
-    if (!this.canHibernate) return false;
-    this.hibernated = true;
-    const server = this.server!;
-    this.server = undefined;
+    if (this.closed || !this.server.canLetGo(this.routes.busy)) return false;
     // Protocol.close() calls our close(), which detaches instead of ending the session.
-    server.close().catch((error: unknown) => this.options.onError(asError(error, 'closing a hibernating server failed')));
+    this.server.letGo(this.options.onError);
     return true;
-  }
-
-  private detach(): void {
-    const onclose = this.onclose;
-    // A new server's connect() chains whatever handlers it finds: leave none of the old one's.
-    this.onclose = this.onerror = this.onmessage = undefined;
-    onclose?.();
-  }
-
-  /**
-   * Brings a new server (already connected to this session) to where the released one was: the
-   * client's initialize, `notifications/initialized`, and its last `logging/setLevel`.
-   */
-  async restore(): Promise<void> {
-    const init = this.initializeRequest!;
-    const failed = await this.restoreRequest('initialize', init.params);
-    if (failed !== undefined) throw new Error(`the new server refused the session's initialize: ${failed}`);
-    this.onmessage?.({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    // A server without the logging capability answers "method not found": then there is no level to restore.
-    if (this.loggingLevel !== undefined) await this.restoreRequest('logging/setLevel', this.loggingLevel);
-    this.hibernated = false;
-  }
-
-  private restoreRequest(method: string, params: JSONRPCRequest['params']): Promise<string | undefined> {
-    const id = `${RESTORE_ID_PREFIX}${++this.restoreSeq}`;
-    return new Promise((resolve) => {
-      this.restoring.set(id, resolve);
-      this.onmessage?.({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) }, {});
-    });
-  }
-
-  private restored(message: JSONRPCMessage): Promise<void> {
-    const id = (message as { id: RequestId }).id;
-    const settle = this.restoring.get(id)!;
-    this.restoring.delete(id);
-    const error = (message as { error?: { message?: unknown } }).error;
-    settle(error === undefined ? undefined : String(error.message));
-    return RESOLVED;
   }
 
   /** Ends the session: streams, stored events, the server. `retryMs` tells clients to come back (shutdown). */
   terminate(retryMs: number | undefined): void {
     if (this.closed) return;
     this.closed = true;
-    for (const stream of this.streams.values()) stream.conn?.end(retryMs);
-    this.streams.clear();
-    this.byRequest.clear();
-    this.standalone = undefined;
-    for (const settle of this.restoring.values()) settle('the session ended');
-    this.restoring.clear();
+    this.routes.endAll(retryMs);
     this.onTerminated(this);
-    const server = this.server;
-    this.server = undefined;
     // Protocol.close() calls our close() again; `closed` makes that a no-op.
-    server?.close().catch((error: unknown) => this.options.onError(asError(error)));
+    this.server.end(this.options.onError);
     this.onclose?.();
   }
 
-  private deliver(stream: Stream, message: JSONRPCMessage, responseTo: RequestId | undefined): Promise<void> {
-    let final = false;
-    if (responseTo !== undefined && stream.pending.delete(responseTo)) {
-      this.byRequest.delete(responseTo);
-      final = stream.kind === 'request' && stream.pending.size === 0;
+  // --- Internals -----------------------------------------------------------------------------
+
+  private putOnWire(stream: Stream, res: CoreResponder): true {
+    const conn = this.newConnection(res);
+    if (stream.polling) conn.write(stream.priming(stream.seq, this.options.retryMs));
+    this.attach(stream, conn);
+    return true;
+  }
+
+  /** A stream that never went on the wire: forget it, report the store, answer 503. */
+  private storeRefused(stream: Stream, res: CoreResponder, error: unknown): false {
+    this.routes.remove(stream);
+    this.options.onError(asError(error, 'event store createStream failed'));
+    sendRejection(
+      res,
+      reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }),
+    );
+    return false;
+  }
+
+  /** Puts a new connection under a stream, replacing a stale one. */
+  private attach(stream: Stream, conn: SseConnection): void {
+    const previous = stream.attach(conn);
+    this.openConnections++;
+    this.live.add(conn);
+    conn.onClose(() => {
+      this.openConnections--;
+      this.live.delete(conn);
+      this.lastActive = Date.now();
+      stream.detach(conn);
+      // Nobody can resume a stateless stream: stop its work when the client leaves.
+      if (this.sessionId === undefined && !stream.complete) this.terminate(undefined);
+    });
+    // A replaced connection may still be read: end it as a server close, so its client comes back.
+    previous?.end(stream.polling ? (stream.retryMs ?? this.options.retryMs) : undefined);
+    if (this.options.maxStreamDurationMs !== undefined && stream.polling) {
+      const timer = setTimeout(() => conn.end(this.options.retryMs), this.options.maxStreamDurationMs);
+      conn.onClose(() => clearTimeout(timer));
     }
+  }
+
+  private readonly overflowed = (conn: SseConnection): void => conn.end(this.options.retryMs);
+  private readonly closeStandaloneFn = (retryMs?: number): boolean => this.closeStandalone(retryMs);
+  private readonly finishFn = (stream: Stream): void => this.finish(stream);
+  private readonly reportError = (error: Error): void => this.options.onError(error);
+
+  /**
+   * The SDK aborts a cancelled request's handler and sends it no response, so nothing would ever
+   * end its stream or free its id. Release it as if answered. (The SDK ignores a falsy id; so do we.)
+   */
+  private releaseCancelled(requestId: unknown): void {
+    if ((typeof requestId !== 'string' && typeof requestId !== 'number') || !requestId) return;
+    const stream = this.routes.forRequest(requestId);
+    if (!stream || stream.json || !this.routes.answer(stream, requestId)) return;
+    // Frames still on their way to an asynchronous store go out first.
+    if (stream.storing) void stream.afterStored(() => this.finish(stream));
+    else this.finish(stream);
+  }
+
+  private detachServer(): void {
+    const onclose = this.onclose;
+    // A new server's connect() chains whatever handlers it finds: leave none of the old one's.
+    this.onclose = this.onerror = this.onmessage = undefined;
+    onclose?.();
+  }
+
+  private deliver(stream: Stream, message: JSONRPCMessage, responseTo: RequestId | undefined): Promise<void> {
+    const final = responseTo !== undefined && this.routes.answer(stream, responseTo);
     if (stream.json) {
       // A JSON body can carry only the answers; notifications have nowhere to go.
       if (responseTo !== undefined) stream.json.messages.push(message);
@@ -348,62 +296,30 @@ export class Session implements Transport {
     }
     const json = JSON.stringify(message);
     if (!stream.resumable) {
-      stream.conn?.write(messageEvent(undefined, json));
+      stream.writeUnstored(json);
       if (final) this.finish(stream);
       return RESOLVED;
     }
-    const seq = ++stream.seq;
-    const frame = messageEvent(eventId(stream.id, seq), json);
-    let stored: void | Promise<void>;
-    try {
-      stored = this.options.eventStore.append(this.streamKey(stream), seq, frame, final);
-    } catch (error) {
-      stored = Promise.reject(error);
-    }
-    if (stored === undefined && stream.tail === undefined) {
-      // Synchronous store: the frame is stored; write it now.
-      stream.conn?.write(frame, seq);
-      if (final) this.finish(stream);
-      return RESOLVED;
-    }
-    // Asynchronous store: write in order, each frame only once it is stored.
-    const previous = stream.tail ?? RESOLVED;
-    const tail = previous
-      .then(() => stored)
-      .catch((error: unknown) => this.options.onError(asError(error, 'event store append failed; frame sent but not resumable')))
-      .then(() => {
-        stream.conn?.write(frame, seq);
-        if (final) this.finish(stream);
-        if (stream.tail === tail) stream.tail = undefined;
-      });
-    stream.tail = tail;
-    return tail;
+    return stream.append(this.options.eventStore, json, final, this.reportError, this.finishFn);
   }
 
   private finish(stream: Stream): void {
     stream.complete = true;
-    this.streams.delete(stream.id);
+    this.routes.complete(stream);
     // The response is on the wire; a resumed or original stream of a request never lingers.
-    stream.conn?.end();
+    stream.endConnection(undefined);
     this.endIfEphemeralAndDone();
   }
 
   /** A stateless request's server lives exactly as long as its one POST. */
   private endIfEphemeralAndDone(): void {
-    if (this.sessionId === undefined && this.streams.size === 0) this.terminate(undefined);
+    if (this.sessionId === undefined && this.routes.size === 0) this.terminate(undefined);
   }
 
   private finishJson(stream: Stream): void {
     const json = stream.json!;
-    stream.json = undefined;
-    this.streams.delete(stream.id);
+    this.routes.complete(stream);
     json.respond(JSON.stringify(json.batch ? json.messages : json.messages[0]));
     this.endIfEphemeralAndDone();
   }
-}
-
-export function asError(error: unknown, context?: string): Error {
-  const e = error instanceof Error ? error : new Error(String(error));
-  if (context) e.message = `${context}: ${e.message}`;
-  return e;
 }

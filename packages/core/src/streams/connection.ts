@@ -1,4 +1,4 @@
-import type { SseSink } from '../http/port.js';
+import type { SseSink } from '../ports/http.js';
 import { KEEP_ALIVE, retryField } from './frames.js';
 
 /**
@@ -10,7 +10,7 @@ export class SseConnection {
   closed = false;
   lastWrite: number;
   /** Frames up to this sequence number came with a replay; live copies of them are skipped. */
-  skipThrough = 0;
+  private replayedThrough = 0;
   // Most connections get one listener (the session's): a slot, and an array only for more.
   private closeListener: (() => void) | undefined;
   private moreCloseListeners: Array<() => void> | undefined;
@@ -29,7 +29,7 @@ export class SseConnection {
 
   /** Writes a frame; `seq` (of an event frame) lets a resumed connection skip what it replayed. */
   write(frame: string, seq = Infinity): void {
-    if (this.closed || seq <= this.skipThrough) return;
+    if (this.closed || seq <= this.replayedThrough) return;
     this.sink.write(frame);
     this.lastWrite = Date.now();
     // A client that stops reading must not grow our memory: past the mark, hang up and let it
@@ -57,6 +57,11 @@ export class SseConnection {
       }
       this.write(frame);
     }
+  }
+
+  /** The replay delivered every frame up to `seq`: live copies of them are not written again. */
+  skipThrough(seq: number): void {
+    this.replayedThrough = seq;
   }
 
   keepAlive(now: number, idleMs: number): void {

@@ -1,5 +1,16 @@
 /** SSE frames as written on the wire. Every outgoing message is serialized exactly once. */
 
+/** Response headers of every SSE stream. */
+export const SSE_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  // Stops nginx and similar proxies from buffering the stream.
+  'x-accel-buffering': 'no',
+};
+
+/** Response headers of a JSON answer. */
+export const JSON_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json' };
+
 /** The first event of a resumable stream: an id and empty data, so the client holds a cursor. */
 export function primingEvent(eventId: string, retryMs: number | undefined): string {
   return retryMs === undefined ? `id: ${eventId}\ndata: \n\n` : `id: ${eventId}\nretry: ${retryMs}\ndata: \n\n`;

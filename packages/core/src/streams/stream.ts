@@ -1,32 +1,157 @@
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
-import type { StreamKey } from '../events/store.js';
+import { eventId } from '../events/ids.js';
+import type { EventStore, StreamKey } from '../ports/event-store.js';
+import { asError } from '../util/errors.js';
 import type { SseConnection } from './connection.js';
+import { messageEvent, primingEvent } from './frames.js';
+
+const RESOLVED: Promise<void> = Promise.resolve();
+
+/** JSON-response mode: the answers of a POST, gathered until the last one arrives. */
+export interface JsonReply {
+  messages: JSONRPCMessage[];
+  batch: boolean;
+  respond(body: string): void;
+}
 
 /**
  * A logical SSE stream: the response stream of one POST, or the session's standalone GET stream.
- * It has an id (the token in its event ids) and a sequence; connections come and go beneath it.
+ * It has an id (the token in its event ids) and a sequence; connections come and go beneath it,
+ * and every frame of a resumable stream is stored before it is written to the one attached now.
  */
 export class Stream {
+  /** Sequence number of the last frame assigned. */
   seq = 0;
-  conn: SseConnection | undefined;
+  /** The final frame was written (or stored): the request got its answer. */
   complete = false;
   /** The retry the last closeSSEStream asked for; resumed streams repeat it so the pace sticks. */
   retryMs: number | undefined;
+  /** The store's key for this stream. */
+  readonly key: StreamKey;
+  /** JSON-response mode only. */
+  readonly json: JsonReply | undefined;
+  private conn: SseConnection | undefined;
   /** Pending store writes, when the store is asynchronous; frames go out in order behind it. */
-  tail: Promise<void> | undefined;
-  /** The store's key for this stream (see Session.streamKey). */
-  key: StreamKey | undefined;
-  /** JSON-response mode: the answers gathered until the last one arrives. */
-  json: { messages: JSONRPCMessage[]; batch: boolean; respond: (body: string) => void } | undefined;
+  private tail: Promise<void> | undefined;
 
   constructor(
     readonly id: string,
+    sessionId: string | undefined,
     readonly kind: 'request' | 'standalone',
     /** Requests whose responses are still due on this stream. */
     readonly pending: Set<RequestId>,
     /** Frames carry ids and are stored, so the stream can be resumed. */
     readonly resumable: boolean,
-    /** The client got a priming event and can resume a POST stream the server closes. */
-    public closable: boolean,
-  ) {}
+    /** SEP-1699: the client gets a priming event and comes back after the server closes the stream. */
+    public polling: boolean,
+    json?: JsonReply,
+  ) {
+    this.key = { sessionId: sessionId as string, streamId: id };
+    this.json = json;
+  }
+
+  /** Whether a store write is still on its way (an asynchronous store). */
+  get storing(): boolean {
+    return this.tail !== undefined;
+  }
+
+  /** Runs `fn` once every frame handed to the store so far has been stored (and written). */
+  afterStored(fn: () => void): Promise<void> {
+    return (this.tail ?? RESOLVED).then(fn);
+  }
+
+  /** The priming event for a connection that starts after frame `seq`. */
+  priming(seq: number, retryMs: number): string {
+    return primingEvent(eventId(this.id, seq), retryMs);
+  }
+
+  /** The connection attached now, if any. */
+  get connection(): SseConnection | undefined {
+    return this.conn;
+  }
+
+  /**
+   * Puts `conn` under the stream and returns the connection it replaces. A connection whose client
+   * left while we read the store replaces nothing: it must not push out a newer, live one.
+   */
+  attach(conn: SseConnection): SseConnection | undefined {
+    if (conn.closed) return undefined;
+    const previous = this.conn;
+    this.conn = conn;
+    return previous === conn ? undefined : previous;
+  }
+
+  /** The connection went away; the stream lives on. */
+  detach(conn: SseConnection): void {
+    if (this.conn === conn) this.conn = undefined;
+  }
+
+  /** Ends the attached connection; with `retryMs`, as a server close the client comes back from. */
+  endConnection(retryMs: number | undefined): void {
+    this.conn?.end(retryMs);
+  }
+
+  /**
+   * SEP-1699 close: `retry:` then end the connection; the stream lives on and keeps storing
+   * events. In a cluster the client may be following it from another instance: that tail ends too.
+   * `false` when the client does not poll (it would not come back).
+   */
+  close(retryMs: number | undefined, options: { retryMs: number; eventStore: EventStore; onError(error: Error): void }): boolean {
+    if (!this.polling) return false;
+    if (retryMs !== undefined) this.retryMs = retryMs;
+    const retry = retryMs ?? this.retryMs ?? options.retryMs;
+    this.conn?.end(retry);
+    const store = options.eventStore;
+    if (store.closeTails && this.resumable && this.key.sessionId !== undefined) {
+      const seq = this.seq;
+      // Behind the appends still in flight, so a tail delivers every frame sent before the close.
+      this.afterStored(() => store.closeTails!(this.key, seq, retry)).catch((error: unknown) =>
+        options.onError(asError(error, 'event store closeTails failed')),
+      );
+    }
+    return true;
+  }
+
+  /** Writes a frame that is not stored (a stream nobody can resume). */
+  writeUnstored(json: string): void {
+    this.conn?.write(messageEvent(undefined, json));
+  }
+
+  /**
+   * Assigns the next id to a message, stores the frame, then writes it; after writing the final
+   * frame it calls `onFinal`. With a synchronous store this all happens now; with an asynchronous
+   * one frames go out in order, each only once stored (a failed store write is reported and the
+   * frame still sent).
+   */
+  append(
+    store: EventStore,
+    json: string,
+    final: boolean,
+    onError: (error: Error) => void,
+    onFinal: (stream: Stream) => void,
+  ): Promise<void> {
+    const seq = ++this.seq;
+    const frame = messageEvent(eventId(this.id, seq), json);
+    let stored: void | Promise<void>;
+    try {
+      stored = store.append(this.key, seq, frame, final);
+    } catch (error) {
+      stored = Promise.reject(error);
+    }
+    if (stored === undefined && this.tail === undefined) {
+      this.conn?.write(frame, seq);
+      if (final) onFinal(this);
+      return RESOLVED;
+    }
+    const tail = (this.tail ?? RESOLVED)
+      .then(() => stored)
+      .catch((error: unknown) => onError(asError(error, 'event store append failed; frame sent but not resumable')))
+      .then(() => {
+        this.conn?.write(frame, seq);
+        if (final) onFinal(this);
+        if (this.tail === tail) this.tail = undefined;
+      });
+    this.tail = tail;
+    return tail;
+  }
 }

@@ -1,5 +1,7 @@
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { HeaderMap } from './rules.js';
+
+/** Lower-cased header map, as Node gives it. */
+export type HeaderMap = Record<string, string | string[] | undefined>;
 
 /**
  * What an adapter hands the core: a framework request reduced to what MCP needs. Bridges build it
@@ -51,3 +53,10 @@ export interface SseSink {
    */
   onDrain?(listener: () => void): void;
 }
+
+/**
+ * Where tool handlers' `authInfo` comes from, for one framework's request type (Express `Request`,
+ * Koa `Context`, fetch `Request`, `IncomingMessage`): verify the credentials here, or read what an
+ * auth middleware verified; `undefined` for an anonymous request. May be async.
+ */
+export type GetAuthInfo<Req> = (req: Req) => AuthInfo | undefined | Promise<AuthInfo | undefined>;

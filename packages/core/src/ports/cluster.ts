@@ -1,5 +1,4 @@
-import type { CoreResponder } from '../http/port.js';
-import type { HeaderMap } from '../http/rules.js';
+import type { CoreResponder, HeaderMap } from './http.js';
 
 /**
  * The cluster port: how several instances of one MCP endpoint share sessions without sticky

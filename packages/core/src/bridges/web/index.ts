@@ -1,0 +1,40 @@
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { McpHandler } from '../../handler.js';
+import type { GetAuthInfo } from '../../ports/http.js';
+import { webCoreRequest } from './request.js';
+import { WebResponder } from './response.js';
+
+export interface FetchHandlerOptions {
+  /** Identity for tool handlers' `extra.authInfo`, from the request (e.g. a verified bearer token). */
+  getAuthInfo?: GetAuthInfo<Request>;
+  /**
+   * The server's bind address, when known. With `dnsRebindingProtection: 'auto'` a loopback address
+   * turns the Host/Origin check on; a fetch handler cannot see its socket, so say it here.
+   */
+  localAddress?: string;
+}
+
+/** Per-call extras, e.g. from a framework that authenticates before calling the handler. */
+export interface FetchCallContext {
+  authInfo?: AuthInfo | undefined;
+}
+
+export type FetchHandler = (request: Request, context?: FetchCallContext) => Promise<Response>;
+
+/**
+ * The web bridge: serves the handler as `(Request) => Promise<Response>`, streaming SSE through a
+ * `ReadableStream`. It is what `@mcp-kit/next` uses, and works as is in Hono, Bun, Deno and
+ * Workers-style runtimes that keep the process (and so the sessions) alive between requests.
+ *
+ * @example
+ * const fetchHandler = toFetchHandler(createMcpHandler({ server: () => buildServer() }));
+ * Bun.serve({ fetch: (req) => fetchHandler(req) });
+ */
+export function toFetchHandler(handler: McpHandler, options: FetchHandlerOptions = {}): FetchHandler {
+  return async function mcpFetchHandler(request, context) {
+    const authInfo = context?.authInfo ?? (await options.getAuthInfo?.(request));
+    return new Promise<Response>((resolve, reject) => {
+      handler.handle(webCoreRequest(request, authInfo, options.localAddress), new WebResponder(resolve, request.signal)).catch(reject);
+    });
+  };
+}

@@ -1,0 +1,54 @@
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { BodyText, CoreRequest, HeaderMap } from '../../ports/http.js';
+
+/** A fetch `Request` as the core sees it. */
+export function webCoreRequest(request: Request, authInfo: AuthInfo | undefined, localAddress: string | undefined): CoreRequest {
+  return {
+    method: request.method,
+    headers: headerMap(request),
+    url: new URL(request.url),
+    readBody: (limit) => readWebBody(request, limit),
+    authInfo,
+    localAddress,
+  };
+}
+
+function headerMap(request: Request): HeaderMap {
+  const map: HeaderMap = {};
+  request.headers.forEach((value, name) => {
+    map[name] = value;
+  });
+  // A Request built by hand (tests, in-process callers) has no Host header; its URL says it.
+  map.host ??= new URL(request.url).host;
+  return map;
+}
+
+async function readWebBody(request: Request, limit: number): Promise<BodyText> {
+  const declared = Number(request.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > limit) return { ok: false, tooLarge: true };
+  if (!request.body) return { ok: true, text: '' };
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        return { ok: false, tooLarge: true };
+      }
+      chunks.push(value);
+    }
+  } catch (error) {
+    return { ok: false, tooLarge: false, error: error instanceof Error ? error : new Error(String(error)) };
+  }
+  const all = new Uint8Array(size);
+  let offset = 0;
+  for (const c of chunks) {
+    all.set(c, offset);
+    offset += c.byteLength;
+  }
+  return { ok: true, text: new TextDecoder().decode(all) };
+}

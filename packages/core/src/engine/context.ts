@@ -1,0 +1,51 @@
+import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { header } from '../http/rules.js';
+import type { ResolvedOptions } from '../options.js';
+import type { ReplayResult } from '../ports/event-store.js';
+import type { CoreRequest } from '../ports/http.js';
+import { SessionRegistry } from '../session/registry.js';
+import type { Session } from '../session/session.js';
+import { asError } from '../util/errors.js';
+
+/** Version assumed when a client sends no `MCP-Protocol-Version` (what the spec prescribes). */
+const DEFAULT_NEGOTIATED_VERSION = '2025-03-26';
+/** The first version whose clients take a priming event and resume a POST stream (SEP-1699). */
+const FIRST_POLLING_VERSION = '2025-11-25';
+
+/**
+ * What every verb of the engine works with: the resolved options, the sessions of this instance,
+ * and the few decisions they all make the same way.
+ */
+export class EngineContext {
+  readonly registry: SessionRegistry;
+  readonly supportedVersions: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
+  /** Set by close(): from then on nothing new starts that the shutdown would have to wait for. */
+  closing = false;
+
+  constructor(readonly options: ResolvedOptions) {
+    this.registry = new SessionRegistry(options);
+  }
+
+  /**
+   * The version a session negotiated at initialize decides priming, polling and batches; the
+   * request header only stands in when the session did not learn one (stateless requests).
+   */
+  versionOf(req: CoreRequest, session: Session | undefined): string {
+    return session?.protocolVersion ?? header(req.headers, 'mcp-protocol-version') ?? DEFAULT_NEGOTIATED_VERSION;
+  }
+
+  /** Whether a client on `version` gets priming events and resumes streams the server closes (SEP-1699). */
+  polling(version: string): boolean {
+    return this.options.legacyPolling || version >= FIRST_POLLING_VERSION;
+  }
+
+  /** What the store holds of a stream after `afterSeq`; `undefined` when the store failed (reported). */
+  async replay(sessionId: string, streamId: string, afterSeq: number): Promise<ReplayResult | undefined> {
+    try {
+      return await this.options.eventStore.replayAfter(sessionId, streamId, afterSeq);
+    } catch (error) {
+      this.options.onError(asError(error, 'event store replay failed'));
+      return undefined;
+    }
+  }
+}

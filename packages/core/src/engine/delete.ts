@@ -1,0 +1,15 @@
+import { sendRejection } from '../http/errors.js';
+import type { CoreRequest, CoreResponder } from '../ports/http.js';
+import { forward } from '../remote/forward.js';
+import type { EngineContext } from './context.js';
+import { resolveSession } from './resolve.js';
+
+/** `DELETE`: the client ends its session; every stream of it ends, its tools are aborted, its events dropped. */
+export async function serveDelete(ctx: EngineContext, req: CoreRequest, res: CoreResponder): Promise<void> {
+  const resolving = resolveSession(ctx, req);
+  const found = resolving instanceof Promise ? await resolving : resolving;
+  if (found.kind === 'rejected') return sendRejection(res, found.rejection);
+  if (found.kind === 'remote') return forward(ctx, req, res, found.owner, undefined);
+  found.session.terminate(undefined);
+  res.send(200, {}, undefined);
+}

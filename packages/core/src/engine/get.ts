@@ -1,0 +1,33 @@
+import { sendRejection } from '../http/errors.js';
+import { checkAccept, header } from '../http/rules.js';
+import type { CoreRequest, CoreResponder } from '../ports/http.js';
+import { forward } from '../remote/forward.js';
+import { followRemote } from '../remote/tail.js';
+import type { EngineContext } from './context.js';
+import { resolveSession } from './resolve.js';
+import { resume } from './resume.js';
+
+/**
+ * `GET`: with `Last-Event-ID`, a client resuming a stream (here, or from the shared store for
+ * another instance's session); without, the session's standalone stream for messages that belong
+ * to no request.
+ */
+export async function serveGet(ctx: EngineContext, req: CoreRequest, res: CoreResponder): Promise<void> {
+  const v = checkAccept('GET', header(req.headers, 'accept'));
+  if (!v.ok) return sendRejection(res, v);
+  const resolving = resolveSession(ctx, req);
+  const found = resolving instanceof Promise ? await resolving : resolving;
+  const lastEventId = header(req.headers, 'last-event-id');
+  const resuming = lastEventId !== undefined && lastEventId !== '';
+  if (found.kind === 'rejected') return sendRejection(res, found.rejection);
+  if (found.kind === 'remote') {
+    if (!resuming) return forward(ctx, req, res, found.owner, undefined);
+    return followRemote(ctx, res, found, lastEventId, ctx.polling(ctx.versionOf(req, undefined)));
+  }
+  const session = found.session;
+  const polling = ctx.polling(ctx.versionOf(req, session));
+  if (resuming) return resume(ctx, res, session, lastEventId, polling);
+  const { stream, created } = session.standaloneStream(polling);
+  const opened = session.openStream(stream, res, created);
+  if (opened !== true) await opened;
+}

@@ -1,0 +1,138 @@
+import { LATEST_PROTOCOL_VERSION, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, reject, sendRejection, unavailable } from '../http/errors.js';
+import { allowsBatches, parseMessages, type ParsedBody } from '../http/messages.js';
+import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
+import type { CoreRequest, CoreResponder } from '../ports/http.js';
+import { forward } from '../remote/forward.js';
+import type { Session } from '../session/session.js';
+import { asError } from '../util/errors.js';
+import { readJson } from './body.js';
+import type { EngineContext } from './context.js';
+import { resolveSession } from './resolve.js';
+import { connectServer, wake } from './server.js';
+
+/**
+ * `POST`: a JSON-RPC message (or, before 2025-06-18, a batch) from the client. `initialize` opens a
+ * session; anything else goes to the session it names, here or on its owner.
+ */
+export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreResponder): Promise<void> {
+  let v = checkAccept('POST', header(req.headers, 'accept'));
+  if (!v.ok) return sendRejection(res, v);
+  v = checkContentType(header(req.headers, 'content-type'));
+  if (!v.ok) return sendRejection(res, v);
+  const read = await readJson(req, ctx.options.maxBodyBytes);
+  if (!read.ok) return sendRejection(res, read);
+  const body = read.body;
+  if (ctx.options.stateless) return serveStateless(ctx, req, res, body);
+  if (isInitialize(body)) return serveInitialize(ctx, req, res, body);
+  const resolving = resolveSession(ctx, req);
+  const found = resolving instanceof Promise ? await resolving : resolving;
+  if (found.kind === 'rejected') return sendRejection(res, found.rejection);
+  if (found.kind === 'remote') return forward(ctx, req, res, found.owner, JSON.stringify(body));
+  return serveInSession(ctx, req, res, found.session, body);
+}
+
+async function serveInSession(ctx: EngineContext, req: CoreRequest, res: CoreResponder, session: Session, body: unknown): Promise<void> {
+  const version = ctx.versionOf(req, session);
+  const parsed = parseMessages(body, allowsBatches(version));
+  if (!parsed.ok) return sendRejection(res, parsed);
+  if (session.hibernated && !(await wake(ctx, session, res))) return;
+  for (const id of parsed.requestIds) {
+    if (session.isInFlight(id)) {
+      return sendRejection(
+        res,
+        reject(400, ErrorCode.InvalidRequest, `Invalid Request: request id ${JSON.stringify(id)} is already in flight in this session`),
+      );
+    }
+  }
+  if (parsed.requestIds.length === 0) {
+    session.dispatch(parsed.messages, req);
+    return res.send(202, {}, undefined);
+  }
+  await respond(ctx, req, res, session, parsed, version);
+}
+
+function isInitialize(body: unknown): boolean {
+  return !Array.isArray(body) && typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize';
+}
+
+/** `initialize`: a new session, claimed in the cluster before anyone can ask for it, with a server from the factory. */
+async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreResponder, body: unknown): Promise<void> {
+  const parsed = parseMessages(body, false);
+  if (!parsed.ok) return sendRejection(res, parsed);
+  // Without an id nothing answers it: a session would open on a stream that never ends.
+  if (!parsed.initialize)
+    return sendRejection(res, reject(400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must be a request, with an "id"'));
+  if (header(req.headers, 'mcp-session-id') !== undefined) {
+    return sendRejection(
+      res,
+      reject(400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must not carry Mcp-Session-Id; it starts a new session'),
+    );
+  }
+  if (ctx.registry.full) {
+    const message = `Service Unavailable: the session limit (${ctx.options.maxSessions}) is reached; retry later`;
+    return sendRejection(res, reject(503, ErrorCode.ServerError, message, { 'retry-after': '5' }));
+  }
+  const session = ctx.registry.create(principalOf(req.authInfo));
+  if (!(await claim(ctx, session, res)) || !(await connectServer(ctx, session, res))) return;
+  const requested = (parsed.messages[0] as JSONRPCMessage & { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
+  const version = typeof requested === 'string' && ctx.supportedVersions.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
+  await respond(ctx, req, res, session, parsed, version);
+}
+
+/** Records this instance as the session's owner before any instance can be asked for it. */
+async function claim(ctx: EngineContext, session: Session, res: CoreResponder): Promise<boolean> {
+  const cluster = ctx.options.cluster;
+  if (!cluster) return true;
+  try {
+    await cluster.claim(session.sessionId as string, session.principal);
+    return true;
+  } catch (error) {
+    session.terminate(undefined);
+    ctx.options.onError(asError(error, 'cluster claim failed'));
+    sendRejection(res, unavailable('the session directory'));
+    return false;
+  }
+}
+
+/** `stateless: true`: a server per POST, nothing resumable. */
+async function serveStateless(ctx: EngineContext, req: CoreRequest, res: CoreResponder, body: unknown): Promise<void> {
+  const parsed = parseMessages(body, allowsBatches(ctx.versionOf(req, undefined)));
+  if (!parsed.ok) return sendRejection(res, parsed);
+  const v = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), ctx.supportedVersions);
+  if (!v.ok) return sendRejection(res, v);
+  const session = ctx.registry.ephemeral();
+  if (!(await connectServer(ctx, session, res))) return;
+  if (parsed.requestIds.length === 0) {
+    session.dispatch(parsed.messages, req);
+    res.send(202, {}, undefined);
+    // Notification handlers run on the next ticks; give them a turn before closing.
+    setImmediate(() => session.terminate(undefined));
+    return;
+  }
+  await respond(ctx, req, res, session, parsed, ctx.versionOf(req, undefined));
+}
+
+/** Answers a POST that carries requests: one JSON body, or an SSE stream the answers and their notifications go on. */
+async function respond(
+  ctx: EngineContext,
+  req: CoreRequest,
+  res: CoreResponder,
+  session: Session,
+  parsed: ParsedBody,
+  version: string,
+): Promise<void> {
+  if (ctx.options.jsonResponse) {
+    session.openJsonReply(parsed.requestIds, {
+      messages: [],
+      batch: parsed.batch,
+      respond: (text) => res.send(200, session.jsonHeaders, text),
+    });
+    return session.dispatch(parsed.messages, req);
+  }
+  const resumable = session.sessionId !== undefined;
+  const stream = session.openRequestStream(parsed.requestIds, resumable, resumable && ctx.polling(version));
+  const opened = session.openStream(stream, res, resumable);
+  if (opened !== true && !(await opened)) return;
+  session.dispatch(parsed.messages, req);
+}

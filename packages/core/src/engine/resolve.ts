@@ -1,0 +1,42 @@
+import { foreignPrincipal, reject, sessionNotFound, ErrorCode, type Rejection } from '../http/errors.js';
+import { checkProtocolVersion, header, principalOf } from '../http/rules.js';
+import { FORWARDED_HEADER, type SessionOwner } from '../ports/cluster.js';
+import type { CoreRequest } from '../ports/http.js';
+import { locate } from '../remote/locate.js';
+import type { Session } from '../session/session.js';
+import type { EngineContext } from './context.js';
+
+/** Where the session a request names lives: here, on another instance of the cluster, or nowhere it may use. */
+export type SessionResolution =
+  | { kind: 'local'; session: Session }
+  | { kind: 'remote'; sessionId: string; owner: SessionOwner }
+  | { kind: 'rejected'; rejection: Rejection };
+
+export function rejected(rejection: Rejection): SessionResolution {
+  return { kind: 'rejected', rejection };
+}
+
+/**
+ * Finds the session a request names and checks the request may use it (same principal, a version
+ * the server speaks). A session not held here may be another instance's: the cluster is asked,
+ * so only then is the answer a promise.
+ */
+export function resolveSession(ctx: EngineContext, req: CoreRequest): SessionResolution | Promise<SessionResolution> {
+  const id = header(req.headers, 'mcp-session-id');
+  if (id === undefined || id === '') {
+    return rejected(
+      reject(400, ErrorCode.ServerError, 'Bad Request: Mcp-Session-Id header is required (send initialize first to get one)'),
+    );
+  }
+  const session = ctx.registry.get(id);
+  if (!session) {
+    // A request another instance forwarded here as to the owner is never bounced on.
+    if (ctx.options.cluster && header(req.headers, FORWARDED_HEADER) === undefined) return locate(ctx, req, id);
+    return rejected(sessionNotFound());
+  }
+  if (session.principal !== undefined && session.principal !== principalOf(req.authInfo)) return rejected(foreignPrincipal());
+  const version = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), ctx.supportedVersions);
+  if (!version.ok) return rejected(version);
+  session.touch();
+  return { kind: 'local', session };
+}

@@ -1,0 +1,135 @@
+import { eventId, parseEventId } from '../events/ids.js';
+import { malformedCursor, replayRejection, sendRejection, unavailable } from '../http/errors.js';
+import type { SessionCluster, SessionOwner } from '../ports/cluster.js';
+import type { StreamListener, StreamSubscription } from '../ports/event-store.js';
+import type { CoreResponder } from '../ports/http.js';
+import { SseConnection } from '../streams/connection.js';
+import { primingEvent, SSE_HEADERS } from '../streams/frames.js';
+import { asError } from '../util/errors.js';
+import type { EngineContext } from '../engine/context.js';
+
+/**
+ * The live part of a resume served for another instance's session: what the owner keeps appending
+ * reaches this instance through `eventStore.subscribe`. Frames that arrive before the client's
+ * connection has its replay (at most one store round trip's worth) wait here.
+ */
+export class RemoteTail implements StreamListener {
+  private conn: SseConnection | undefined;
+  private early: Array<[frame: string, seq: number, final: boolean]> = [];
+  private ended: { retryMs: number | undefined } | undefined;
+
+  constructor(private readonly retryMs: number) {}
+
+  frame(frame: string, seq: number, final: boolean): void {
+    if (!this.conn) return void this.early.push([frame, seq, final]);
+    this.conn.write(frame, seq);
+    if (final) this.conn.end();
+  }
+
+  end(reason: 'deleted' | 'error'): void {
+    // A deleted session ends like a local one; a broken tail asks the client to come back.
+    this.finish(reason === 'error' ? this.retryMs : undefined);
+  }
+
+  closed(retryMs: number): void {
+    this.finish(retryMs);
+  }
+
+  /** The connection has its replay: it carries the tail from here, starting with what waited. */
+  attach(conn: SseConnection): void {
+    this.conn = conn;
+    for (const [frame, seq, final] of this.early) {
+      conn.write(frame, seq);
+      if (final) conn.end();
+    }
+    this.early = [];
+    if (this.ended) conn.end(this.ended.retryMs);
+  }
+
+  private finish(retryMs: number | undefined): void {
+    if (this.conn) this.conn.end(retryMs);
+    else this.ended = { retryMs };
+  }
+}
+
+/**
+ * `GET` + `Last-Event-ID` for a session another instance owns: replay from the shared store, then
+ * follow what the owner keeps appending until the stream completes, as the owner would. The
+ * subscription starts before the response, so a store failure is still a 503.
+ */
+export async function followRemote(
+  ctx: EngineContext,
+  res: CoreResponder,
+  remote: { sessionId: string; owner: SessionOwner },
+  lastEventId: string,
+  polling: boolean,
+): Promise<void> {
+  const cursor = parseEventId(lastEventId);
+  if (!cursor) return sendRejection(res, malformedCursor(lastEventId));
+  const { eventStore: store, maxBufferedBytes, maxStreamDurationMs } = ctx.options;
+  const result = await ctx.replay(remote.sessionId, cursor.streamId, cursor.seq);
+  if (result === undefined) return sendRejection(res, unavailable('the event store'));
+  if (!result.ok) return sendRejection(res, replayRejection(result.reason));
+  // The pace the tool last set (closeSSEStream), where the store keeps it; else the handler's.
+  const retryMs = result.retryMs ?? ctx.options.retryMs;
+  const tail = new RemoteTail(retryMs);
+  let subscription: StreamSubscription | undefined;
+  if (!result.complete && store.subscribe) {
+    try {
+      subscription = await store.subscribe({ sessionId: remote.sessionId, streamId: cursor.streamId }, result.lastSeq, tail);
+    } catch (error) {
+      ctx.options.onError(asError(error, 'event store subscribe failed'));
+      return sendRejection(res, unavailable('the event store'));
+    }
+  }
+  const live = new SseConnection(
+    res.stream({ ...SSE_HEADERS, 'mcp-session-id': remote.sessionId }),
+    maxBufferedBytes,
+    (c) => c.end(retryMs),
+    Date.now(),
+  );
+  ctx.registry.live.add(live);
+  const timers: Array<ReturnType<typeof setTimeout>> = [];
+  live.onClose(() => {
+    ctx.registry.live.delete(live);
+    subscription?.cancel();
+    for (const t of timers) clearTimeout(t);
+  });
+  if (polling) live.write(primingEvent(eventId(cursor.streamId, cursor.seq), retryMs));
+  // What the tail delivers while a slow reader holds the replay up waits in the tail.
+  await live.replay(result.frames);
+  live.skipThrough(result.lastSeq);
+  // Without a live tail the client polls: it comes back after the retry hint for the rest.
+  if (result.complete || !subscription) return live.end(result.complete ? undefined : retryMs);
+  tail.attach(live);
+  if (live.closed) return;
+  timers.push(watchOwner(ctx.options.cluster!, remote.sessionId, live, retryMs));
+  if (maxStreamDurationMs !== undefined && polling) timers.push(setTimeout(() => live.end(retryMs), maxStreamDurationMs));
+}
+
+/**
+ * While a client follows the session here, keeps it alive on its owner (`touch`) and checks that
+ * the owner is still there: an owner that died mid-call appends nothing more, so the client is
+ * sent back (with the retry hint) to hear the 404.
+ */
+function watchOwner(cluster: SessionCluster, sessionId: string, live: SseConnection, retryMs: number): ReturnType<typeof setInterval> {
+  const touch = () => {
+    try {
+      void Promise.resolve(cluster.touch?.(sessionId)).catch(() => {});
+    } catch {
+      // Best effort: the owner only uses it to keep the session from idling out.
+    }
+  };
+  touch();
+  const check = setInterval(() => {
+    touch();
+    cluster.lookupOwner(sessionId).then(
+      (owner) => {
+        if (!owner || owner.self) live.end(retryMs);
+      },
+      () => {}, // a directory hiccup is not a verdict; the next check decides
+    );
+  }, cluster.ownerCheckMs ?? 5_000);
+  check.unref?.();
+  return check;
+}

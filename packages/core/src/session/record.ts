@@ -1,0 +1,71 @@
+import type { JSONRPCMessage, JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
+
+/** Ids of the requests a session sends its own server to restore it; no client id starts with NUL. */
+const RESTORE_ID_PREFIX = '\u0000mcp-kit:restore:';
+
+/**
+ * What a session must remember to give a new server the state its old one had: the client's
+ * `initialize` and its last `logging/setLevel`. Hibernation keeps only this (and the session's
+ * streams) when it lets a server go.
+ */
+export class SessionRecord {
+  initialize: JSONRPCRequest | undefined;
+  loggingLevel: JSONRPCRequest['params'] | undefined;
+
+  /** Remembers what a request from the client changes for the rest of the session. */
+  observe(request: JSONRPCRequest): void {
+    if (request.method === 'initialize') this.initialize ??= request;
+    else if (request.method === 'logging/setLevel') this.loggingLevel = request.params;
+  }
+}
+
+/**
+ * Brings a new server (already connected to the session's transport) to where the released one
+ * was: it replays the client's initialize, `notifications/initialized` and the last
+ * `logging/setLevel`, and swallows the server's answers to them.
+ */
+export class Restorer {
+  /** Answers due from the server to the restore requests. */
+  private readonly due = new Map<RequestId, (error: string | undefined) => void>();
+  private seq = 0;
+
+  constructor(private readonly toServer: (message: JSONRPCMessage) => void) {}
+
+  /** Whether answers to restore requests are due (checked before {@link consume} on every send). */
+  get pending(): boolean {
+    return this.due.size > 0;
+  }
+
+  async replay(record: SessionRecord): Promise<void> {
+    const failed = await this.request('initialize', record.initialize!.params);
+    if (failed !== undefined) throw new Error(`the new server refused the session's initialize: ${failed}`);
+    this.toServer({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    // A server without the logging capability answers "method not found": then there is no level to restore.
+    if (record.loggingLevel !== undefined) await this.request('logging/setLevel', record.loggingLevel);
+  }
+
+  /** Takes the server's answer to a restore request; `false` when `message` answers something else. */
+  consume(message: JSONRPCMessage): boolean {
+    const id = (message as { id?: RequestId }).id;
+    const settle = id === undefined ? undefined : this.due.get(id);
+    if (!settle) return false;
+    this.due.delete(id!);
+    const error = (message as { error?: { message?: unknown } }).error;
+    settle(error === undefined ? undefined : String(error.message));
+    return true;
+  }
+
+  /** The session ended while restoring: every replayed request fails. */
+  abort(reason: string): void {
+    for (const settle of this.due.values()) settle(reason);
+    this.due.clear();
+  }
+
+  private request(method: string, params: JSONRPCRequest['params']): Promise<string | undefined> {
+    const id = `${RESTORE_ID_PREFIX}${++this.seq}`;
+    return new Promise((resolve) => {
+      this.due.set(id, resolve);
+      this.toServer({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
+    });
+  }
+}

@@ -1,0 +1,65 @@
+import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { Stream } from '../streams/stream.js';
+
+/**
+ * Which stream carries what, in one session: its open streams by id (a resume names one), by the
+ * request whose answer is due on it (the SDK names one in `relatedRequestId`), and the standalone
+ * GET stream, which carries what belongs to no request.
+ */
+export class StreamRoutes {
+  standalone: Stream | undefined;
+  private readonly byId = new Map<string, Stream>();
+  private readonly byRequest = new Map<RequestId, Stream>();
+
+  add(stream: Stream): Stream {
+    this.byId.set(stream.id, stream);
+    for (const id of stream.pending) this.byRequest.set(id, stream);
+    return stream;
+  }
+
+  get(streamId: string): Stream | undefined {
+    return this.byId.get(streamId);
+  }
+
+  forRequest(id: RequestId): Stream | undefined {
+    return this.byRequest.get(id);
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  /** An answer to `id` goes out on `stream`; `true` when it is the last one due there. */
+  answer(stream: Stream, id: RequestId): boolean {
+    if (!stream.pending.delete(id)) return false;
+    this.byRequest.delete(id);
+    return stream.kind === 'request' && stream.pending.size === 0;
+  }
+
+  /** The stream got its last answer: it is no longer open (its id stays a valid cursor in the store). */
+  complete(stream: Stream): void {
+    this.byId.delete(stream.id);
+  }
+
+  /** Forgets a stream that never went on the wire. */
+  remove(stream: Stream): void {
+    this.byId.delete(stream.id);
+    for (const id of stream.pending) this.byRequest.delete(id);
+    if (this.standalone === stream) this.standalone = undefined;
+  }
+
+  /** A request is in flight, or a response stream is open or still storing frames. */
+  get busy(): boolean {
+    if (this.byRequest.size > 0) return true;
+    for (const stream of this.byId.values()) if (stream.kind === 'request' || stream.storing) return true;
+    return false;
+  }
+
+  /** Ends every stream's connection (with `retryMs`, as a server close) and forgets them all. */
+  endAll(retryMs: number | undefined): void {
+    for (const stream of this.byId.values()) stream.endConnection(retryMs);
+    this.byId.clear();
+    this.byRequest.clear();
+    this.standalone = undefined;
+  }
+}

@@ -1,0 +1,91 @@
+import type { JSONRPCMessage, JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { asError } from '../util/errors.js';
+import { Restorer, SessionRecord } from './record.js';
+
+/**
+ * The server behind a session: attached at initialize, let go by hibernation when nothing would be
+ * lost, rebuilt from the session's {@link SessionRecord} on its next POST. A server with a question
+ * pending for the client (sampling, elicitation) is never let go, so this also tracks those.
+ */
+export class SessionServer {
+  /** The server was let go until the next POST (see `hibernateAfterMs`). */
+  hibernated = false;
+  readonly record = new SessionRecord();
+  private server: { close(): Promise<void> } | undefined;
+  /** Requests the server sent the client that are not answered yet. */
+  private readonly awaitingClient = new Set<RequestId>();
+  private readonly restorer: Restorer;
+  /** A restore in progress, shared by the requests that arrive during it. */
+  private waking: Promise<void> | undefined;
+
+  constructor(toServer: (message: JSONRPCMessage) => void) {
+    this.restorer = new Restorer(toServer);
+  }
+
+  attach(server: { close(): Promise<void> }): void {
+    this.server = server;
+  }
+
+  /** A request or notification the server sends: a request now awaits the client; a cancel withdraws one. */
+  sent(message: JSONRPCMessage): void {
+    if ('id' in message) this.awaitingClient.add(message.id as RequestId);
+    else if ('method' in message && message.method === 'notifications/cancelled') {
+      this.awaitingClient.delete((message.params as { requestId?: RequestId } | undefined)?.requestId as RequestId);
+    }
+  }
+
+  /** A message from the client: a request may change the record; an answer settles what the server awaited. */
+  received(message: JSONRPCMessage): void {
+    if ('method' in message) {
+      if ('id' in message) this.record.observe(message as JSONRPCRequest);
+    } else if (this.awaitingClient.size > 0) {
+      this.awaitingClient.delete((message as { id: RequestId }).id);
+    }
+  }
+
+  /** Swallows the server's answer to a request the restore sent it; `false` for any other answer. */
+  consumeRestoreAnswer(message: JSONRPCMessage): boolean {
+    return this.restorer.pending && this.restorer.consume(message);
+  }
+
+  /**
+   * Whether nothing would be lost by letting the server go: no request in flight (`busy` says so
+   * for the session's streams) and no question pending for the client.
+   */
+  canLetGo(busy: boolean): boolean {
+    if (this.hibernated || this.waking || !this.server || !this.record.initialize) return false;
+    return this.awaitingClient.size === 0 && !busy;
+  }
+
+  /** Closes the server (its `onclose` runs) and keeps what {@link wake} needs. */
+  letGo(onError: (error: Error) => void): void {
+    this.hibernated = true;
+    const server = this.server!;
+    this.server = undefined;
+    server.close().catch((error: unknown) => onError(asError(error, 'closing a hibernating server failed')));
+  }
+
+  /**
+   * Connects a new server (`connect` builds and connects one) and replays the record to it.
+   * Requests that arrive together share one wake.
+   */
+  wake(connect: () => Promise<void>): Promise<void> {
+    this.waking ??= connect()
+      .then(() => this.restorer.replay(this.record))
+      .then(() => {
+        this.hibernated = false;
+      })
+      .finally(() => {
+        this.waking = undefined;
+      });
+    return this.waking;
+  }
+
+  /** The session ended: a restore under way fails, and the server closes. */
+  end(onError: (error: Error) => void): void {
+    this.restorer.abort('the session ended');
+    const server = this.server;
+    this.server = undefined;
+    server?.close().catch((error: unknown) => onError(asError(error)));
+  }
+}
