@@ -71,8 +71,10 @@ export class McpHandler {
  * `mcpExpress(handler)`, `mcpKoa(handler)`, `mcpNext(handler)` or `toFetchHandler(handler)`.
  *
  * @example
+ * ```ts source="../examples/core.examples.ts#createMcpHandler"
  * const mcp = createMcpHandler({ server: () => buildServer(), retryMs: 2_000 });
  * app.use('/mcp', mcpExpress(mcp));
+ * ```
  */
 export function createMcpHandler(options: McpHandlerOptions): McpHandler {
   return new McpHandler(options);

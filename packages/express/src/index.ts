@@ -21,8 +21,10 @@ export interface McpExpressOptions {
  * unexpected failures reach `next(err)`.
  *
  * @example
+ * ```ts source="../examples/express.examples.ts#mcpExpress"
  * const mcp = createMcpHandler({ server: () => buildServer() });
  * app.use('/mcp', mcpExpress(mcp));
+ * ```
  */
 export function mcpExpress(handler: McpHandler, options: McpExpressOptions = {}): RequestHandler {
   const getAuthInfo = options.getAuthInfo ?? ((req: Request) => (req as Request & { auth?: AuthInfo }).auth);
@@ -58,9 +60,11 @@ export interface McpFirstOptions {
  * {@link mcpExpress}.
  *
  * @example
+ * ```ts source="../examples/express.examples.ts#mcpFirst"
  * const mcp = createMcpHandler({ server: () => buildServer() });
  * const server = http.createServer(mcpFirst(app, mcp, { path: '/mcp' }));
  * server.listen(3000, '127.0.0.1');
+ * ```
  */
 export function mcpFirst(
   app: (req: IncomingMessage, res: ServerResponse) => void,

@@ -32,8 +32,10 @@ export interface McpKoaOptions {
  * unexpected failures are thrown to Koa's error handling.
  *
  * @example
+ * ```ts source="../examples/koa.examples.ts#mcpKoa"
  * const mcp = createMcpHandler({ server: () => buildServer() });
  * app.use(mcpKoa(mcp, { path: '/mcp' }));
+ * ```
  */
 export function mcpKoa(handler: McpHandler, options: McpKoaOptions = {}): Middleware {
   const path = options.path === undefined ? undefined : trimSlash(options.path);

@@ -6,10 +6,12 @@ export interface McpNextOptions {
    * middleware verified) and return `undefined` for anonymous requests. Default: none.
    *
    * @example
+   * ```ts source="../examples/next.examples.ts#getAuthInfo"
    * getAuthInfo: async (req) => {
    *   const token = req.headers.get('authorization')?.replace(/^Bearer /i, '');
    *   return token ? await verifyToken(token) : undefined; // → { token, clientId, scopes, extra }
-   * }
+   * },
+   * ```
    */
   getAuthInfo?: GetAuthInfo<Request>;
   /**
@@ -41,14 +43,18 @@ export interface McpRouteHandlers {
  * so create the handler with {@link getOrCreate} to keep them across dev-mode reloads.
  *
  * @example
+ * ```ts source="../examples/next.examples.ts#mcpNext"
  * // app/mcp/route.ts
- * const mcp = getOrCreate('mcp', () => createMcpHandler({
- *   server: () => buildServer(),
- *   maxStreamDurationMs: 50_000, // close streams before the platform's 60 s limit; clients resume
- * }));
+ * const mcp = getOrCreate('mcp', () =>
+ *   createMcpHandler({
+ *     server: () => buildServer(),
+ *     maxStreamDurationMs: 50_000, // close streams before the platform's 60 s limit; clients resume
+ *   }),
+ * );
  * export const { GET, POST, DELETE, PUT, PATCH } = mcpNext(mcp);
- * export const runtime = 'nodejs';        // sessions and streams need the Node.js runtime
+ * export const runtime = 'nodejs'; // sessions and streams need the Node.js runtime
  * export const dynamic = 'force-dynamic'; // never prerender or cache an MCP endpoint
+ * ```
  */
 export function mcpNext(handler: McpHandler, options: McpNextOptions = {}): McpRouteHandlers {
   const fetchHandler = toFetchHandler(handler, options);

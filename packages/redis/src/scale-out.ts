@@ -28,8 +28,10 @@ export interface RedisScaleOut {
  * forwarding. `McpHandler.close()` closes both, and the connection if this function opened it.
  *
  * @example
+ * ```ts source="../examples/redis.examples.ts#createRedisScaleOut"
  * const redis = createRedisScaleOut({ url: process.env.REDIS_URL, internalUrl: `http://${podIp}:3000/mcp` });
  * const mcp = createMcpHandler({ server: () => buildServer(), eventStore: redis.eventStore, cluster: redis.cluster });
+ * ```
  */
 export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOut {
   if (!options.client && !options.url)

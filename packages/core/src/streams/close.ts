@@ -18,10 +18,12 @@ type CloseFn = (retryMs?: number) => void;
  * on a protocol version before 2025-11-25 (which may not resume a POST stream).
  *
  * @example
- * server.registerTool('report', {}, async (_args, extra) => {
+ * ```ts source="../../examples/core.examples.ts#closeSSEStream"
+ * server.registerTool('report', {}, async (extra) => {
  *   closeSSEStream(extra, 10_000); // let go of the connection; the client polls every 10 s
  *   return { content: [{ type: 'text', text: await longWork() }] };
  * });
+ * ```
  */
 export function closeSSEStream(extra: SSEStreamControls, retryMs?: number): boolean {
   return callClose(extra.closeSSEStream, retryMs, 'closeSSEStream');

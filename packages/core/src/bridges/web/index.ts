@@ -27,8 +27,10 @@ export type FetchHandler = (request: Request, context?: FetchCallContext) => Pro
  * Workers-style runtimes that keep the process (and so the sessions) alive between requests.
  *
  * @example
+ * ```ts source="../../../examples/core.examples.ts#toFetchHandler"
  * const fetchHandler = toFetchHandler(createMcpHandler({ server: () => buildServer() }));
  * Bun.serve({ fetch: (req) => fetchHandler(req) });
+ * ```
  */
 export function toFetchHandler(handler: McpHandler, options: FetchHandlerOptions = {}): FetchHandler {
   return async function mcpFetchHandler(request, context) {

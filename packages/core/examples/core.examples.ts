@@ -1,0 +1,35 @@
+// Compiled by the workspace typecheck; `node scripts/examples.mjs` checks that every `@example` in
+// the sources is a copy of a region here, so a renamed option breaks the build, not the reader.
+import express from 'express';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { closeSSEStream, createMcpHandler, toFetchHandler } from '@mcp-kit/core';
+import { mcpExpress } from '@mcp-kit/express';
+
+declare function buildServer(): McpServer;
+declare function longWork(): Promise<string>;
+declare const Bun: { serve(options: { fetch(request: Request): Promise<Response> }): void };
+const app = express();
+const server = buildServer();
+
+export function createMcpHandlerExample(): void {
+  //#region createMcpHandler
+  const mcp = createMcpHandler({ server: () => buildServer(), retryMs: 2_000 });
+  app.use('/mcp', mcpExpress(mcp));
+  //#endregion createMcpHandler
+}
+
+export function closeSSEStreamExample(): void {
+  //#region closeSSEStream
+  server.registerTool('report', {}, async (extra) => {
+    closeSSEStream(extra, 10_000); // let go of the connection; the client polls every 10 s
+    return { content: [{ type: 'text', text: await longWork() }] };
+  });
+  //#endregion closeSSEStream
+}
+
+export function toFetchHandlerExample(): void {
+  //#region toFetchHandler
+  const fetchHandler = toFetchHandler(createMcpHandler({ server: () => buildServer() }));
+  Bun.serve({ fetch: (req) => fetchHandler(req) });
+  //#endregion toFetchHandler
+}
