@@ -172,7 +172,7 @@ describe.each(inProcessAdapters)('hibernation: $name', (adapter) => {
     expect(await whoami()).toEqual({ instance: first.instance + 1, client: 'hibernation-client', sampling: true });
     expect(h.contexts.length).toBe(first.instance + 1);
     expect(transport.sessionId).toBe(sessionId);
-    expect(h.contexts[0]).toEqual({ sessionId, restoring: false });
+    expect(h.contexts[0]).toEqual({ era: 'legacy', sessionId, restoring: false });
     expect(h.contexts.slice(1).every((c) => c.restoring && c.sessionId === sessionId)).toBe(true);
 
     // The level the client set on an earlier server still filters on a restored one. The lines

@@ -260,7 +260,6 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     expect(res.status, outputs()).toBe(404);
     expect(await res.json()).toEqual({
       jsonrpc: '2.0',
-      id: null,
       error: {
         code: -32001,
         message: 'Session not found: it expired, was deleted, or the server instance that held it is gone; initialize a new session',

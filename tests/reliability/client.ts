@@ -301,7 +301,9 @@ export function jsonRpcError(res: RawResponse): { code: number; message: string 
   } catch {
     throw new Error(`${res.status} with a body that is not JSON: ${JSON.stringify(res.text.slice(0, 200))}`);
   }
-  if (body?.jsonrpc !== '2.0' || typeof body?.error?.code !== 'number' || typeof body?.error?.message !== 'string' || !('id' in body)) {
+  // `id` is optional on an error and never null (2025-11-25 and 2026-07-28 schemas alike).
+  const badId = body !== null && typeof body === 'object' && 'id' in body && typeof body.id !== 'string' && typeof body.id !== 'number';
+  if (body?.jsonrpc !== '2.0' || typeof body?.error?.code !== 'number' || typeof body?.error?.message !== 'string' || badId) {
     throw new Error(`${res.status} with a body that is not a JSON-RPC error: ${res.text.slice(0, 200)}`);
   }
   return body.error;

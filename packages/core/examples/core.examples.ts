@@ -2,7 +2,7 @@
 // the sources is a copy of a region here, so a renamed option breaks the build, not the reader.
 import express from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { closeSSEStream, createMcpHandler, toFetchHandler } from '@mcp-kit/core';
+import { closeSSEStream, createMcpHandler, inputResponses, toFetchHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 
 declare function buildServer(): McpServer;
@@ -32,4 +32,19 @@ export function toFetchHandlerExample(): void {
   const fetchHandler = toFetchHandler(createMcpHandler({ server: () => buildServer() }));
   Bun.serve({ fetch: (req) => fetchHandler(req) });
   //#endregion toFetchHandler
+}
+
+export function inputResponsesExample(): void {
+  //#region inputResponses
+  server.registerTool('greet_user', {}, async (extra) => {
+    const answer = inputResponses(extra)?.user_name as { action: string; content?: { name?: string } } | undefined;
+    if (answer?.action === 'accept') return { content: [{ type: 'text', text: `Hello, ${answer.content?.name}!` }] };
+    const ask = {
+      mode: 'form',
+      message: 'What is your name?',
+      requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
+    };
+    return { resultType: 'input_required', inputRequests: { user_name: { method: 'elicitation/create', params: ask } }, content: [] };
+  });
+  //#endregion inputResponses
 }

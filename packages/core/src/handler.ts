@@ -34,7 +34,7 @@ export class McpHandler {
       );
     }
     const method = req.method.toUpperCase();
-    const allowed = checkMethod(method, ctx.options.stateless);
+    const allowed = checkMethod(method, ctx.options.stateless || !ctx.options.eras.legacy);
     if (!allowed.ok) return sendRejection(res, allowed);
     const { dnsRebindingProtection } = ctx.options;
     if (dnsRebindingProtection === true || (dnsRebindingProtection === 'auto' && isLoopbackAddress(req.localAddress))) {
@@ -51,6 +51,8 @@ export class McpHandler {
     const ctx = this.ctx;
     ctx.closing = true;
     ctx.registry.close(ctx.options.retryMs);
+    ctx.listeners.close();
+    await ctx.modern.close();
     await ctx.options.cluster?.close?.();
     await ctx.options.eventStore.close?.();
   }

@@ -1,9 +1,11 @@
 // The public API of @mcp-kit/core: what a semver promise covers. Tests and the benchmark reach
 // further through `@mcp-kit/core/internal`, which promises nothing.
 export { createMcpHandler, McpHandler } from './handler.js';
-export type { McpHandlerOptions, ServerFactoryContext, ConnectableServer } from './options.js';
+export type { McpHandlerOptions, ServerFactoryContext, ConnectableServer, ProtocolEra } from './options.js';
 export { closeSSEStream, closeStandaloneSSEStream } from './streams/close.js';
 export type { SSEStreamControls } from './streams/close.js';
+export { inputResponses, requestState } from './sdk/input.js';
+export type { InputContext } from './sdk/input.js';
 export { MemoryEventStore } from './events/memory.js';
 export type { MemoryEventStoreOptions } from './events/memory.js';
 export { handleNodeRequest } from './bridges/node/index.js';
@@ -15,3 +17,4 @@ export type { EventStore, StreamKey, ReplayResult, StreamListener, StreamSubscri
 export { FORWARDED_HEADER } from './ports/cluster.js';
 export type { SessionCluster, SessionOwner, ForwardedRequest } from './ports/cluster.js';
 export type { CoreRequest, CoreResponder, SseSink, BodyText, OutHeaders, HeaderMap, GetAuthInfo } from './ports/http.js';
+export type { AuthInfo } from './ports/mcp.js';

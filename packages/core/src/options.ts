@@ -1,14 +1,28 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { MemoryEventStore, type MemoryEventStoreOptions } from './events/memory.js';
 import { LOCAL_HOSTS } from './http/rules.js';
 import type { SessionCluster } from './ports/cluster.js';
 import type { EventStore } from './ports/event-store.js';
+import type { ConnectableServer } from './sdk/server.js';
 import { nonNegativeInt, positiveInt } from './util/numbers.js';
+
+export type { ConnectableServer } from './sdk/server.js';
+
+/**
+ * The two protocol eras an endpoint can serve. `legacy`: clients that `initialize` a session
+ * (protocol versions up to 2025-11-25), with SEP-1699 polling. `modern`: clients of the
+ * 2026-07-28 revision, served per request from the `_meta` each request carries.
+ */
+export type ProtocolEra = 'legacy' | 'modern';
 
 /** What the server factory receives. */
 export interface ServerFactoryContext {
-  /** The new session's id (`undefined` in stateless mode). */
+  /**
+   * `legacy`: the server serves one session (a client that sent `initialize`), or one request in
+   * `stateless` mode. `modern`: the server serves 2026-07-28 requests, many at once, of clients
+   * that declare the same capabilities and client info (the per-request envelope); see `eras`.
+   */
+  era: ProtocolEra;
+  /** The new session's id (`undefined` in stateless mode and in the modern era). */
   sessionId: string | undefined;
   /**
    * `true` when the server replaces one released by hibernation (see `hibernateAfterMs`): the
@@ -17,15 +31,26 @@ export interface ServerFactoryContext {
   restoring: boolean;
 }
 
-/** Anything with the SDK's `connect(transport)`: an `McpServer` or a low-level `Server`. */
-export type ConnectableServer = McpServer | Server;
-
 export interface McpHandlerOptions {
   /**
-   * Builds the MCP server for a new session (or for each request in stateless mode). Return a fresh
-   * `McpServer`; the SDK binds one server to one transport.
+   * Builds an MCP server: an `McpServer` or low-level `Server` of SDK v1 (`@modelcontextprotocol/sdk`)
+   * or SDK v2 (`@modelcontextprotocol/server`). Called for each new session, for each request in
+   * `stateless` mode, and for each kind of 2026-07-28 client (see {@link ServerFactoryContext.era}).
+   * Return a fresh server each time; the SDK binds one server to one transport.
    */
   server: (context: ServerFactoryContext) => ConnectableServer | Promise<ConnectableServer>;
+  /**
+   * The protocol eras this endpoint serves. Default both: 2025 clients get sessions and SEP-1699
+   * polling, 2026-07-28 clients are served per request, on the same endpoint. `['modern']` for a
+   * strict 2026 endpoint (an `initialize` gets -32022 naming 2026-07-28, GET and DELETE 405);
+   * `['legacy']` answers 2026 requests with -32022 naming the 2025 versions, so clients fall back.
+   */
+  eras?: ProtocolEra[];
+  /**
+   * The most servers kept for 2026-07-28 clients: one per distinct client kind (capabilities and
+   * client info); the least recently used idle one goes first. Default `16`.
+   */
+  maxModernServers?: number;
   /** `retry:` hint in priming events, in ms: how soon a client reconnects after a close. Default `1000`. */
   retryMs?: number;
   /**
@@ -102,6 +127,8 @@ const OWNER = 'createMcpHandler';
 
 export interface ResolvedOptions {
   server: McpHandlerOptions['server'];
+  eras: { legacy: boolean; modern: boolean };
+  maxModernServers: number;
   retryMs: number;
   stateless: boolean;
   jsonResponse: boolean;
@@ -129,6 +156,8 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
   const store = options.eventStore;
   return {
     server: options.server,
+    eras: resolveEras(options.eras),
+    maxModernServers: positiveInt(options.maxModernServers ?? 16, 'maxModernServers', OWNER),
     retryMs: nonNegativeInt(options.retryMs ?? 1000, 'retryMs', OWNER),
     stateless: options.stateless ?? false,
     jsonResponse: options.jsonResponse ?? false,
@@ -153,4 +182,12 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
 
 function isEventStore(value: unknown): value is EventStore {
   return typeof value === 'object' && value !== null && typeof (value as EventStore).append === 'function';
+}
+
+function resolveEras(eras: ProtocolEra[] | undefined): ResolvedOptions['eras'] {
+  if (eras === undefined) return { legacy: true, modern: true };
+  if (!Array.isArray(eras) || eras.length === 0 || eras.some((e) => e !== 'legacy' && e !== 'modern')) {
+    throw new TypeError(`createMcpHandler: eras must list 'legacy', 'modern' or both, got ${JSON.stringify(eras)}`);
+  }
+  return { legacy: eras.includes('legacy'), modern: eras.includes('modern') };
 }

@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { handleNodeRequest, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
+import { handleNodeRequest, type AuthInfo, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
 
 export interface McpExpressOptions {
   /**
@@ -87,7 +86,7 @@ export function mcpFirst(
       if (res.headersSent) res.end();
       else {
         res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } }));
+        res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' } }));
       }
     });
   };

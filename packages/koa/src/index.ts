@@ -1,6 +1,5 @@
 import type { Context, Middleware, Next } from 'koa';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { handleNodeRequest, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
+import { handleNodeRequest, type AuthInfo, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
 
 export interface McpKoaOptions {
   /**

@@ -226,7 +226,9 @@ describe('errors', () => {
     const malformed = await post(`${origin}/mcp`, '{"jsonrpc": "2.0", "id": 1,');
     expect(malformed.status).toBe(400);
     expect(malformed.headers.get('content-type')).toBe('application/json');
-    expect(await malformed.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700 } });
+    const body = await malformed.json();
+    expect(body).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } });
+    expect(body).not.toHaveProperty('id');
 
     const unknown = await post(
       `${origin}/mcp`,

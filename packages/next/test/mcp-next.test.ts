@@ -145,11 +145,9 @@ describe('mcpNext', () => {
     const wrongType = await post(route, INIT, { 'content-type': 'text/plain' });
     expect(wrongType.status).toBe(415);
     expect(wrongType.headers.get('content-type')).toBe('application/json');
-    expect(await wrongType.json()).toMatchObject({
-      jsonrpc: '2.0',
-      id: null,
-      error: { code: -32000, message: expect.stringContaining('Content-Type') },
-    });
+    const wrongTypeBody = await wrongType.json();
+    expect(wrongTypeBody).toMatchObject({ jsonrpc: '2.0', error: { code: -32000, message: expect.stringContaining('Content-Type') } });
+    expect(wrongTypeBody).not.toHaveProperty('id');
 
     const unknown = await post(route, callTool(1, 'whoami'), { 'mcp-session-id': 'nope' });
     expect(unknown.status).toBe(404);

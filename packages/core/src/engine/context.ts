@@ -1,8 +1,10 @@
-import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { LEGACY_VERSIONS } from '../ports/mcp.js';
 import { header } from '../http/rules.js';
 import type { ResolvedOptions } from '../options.js';
 import type { ReplayResult } from '../ports/event-store.js';
 import type { CoreRequest } from '../ports/http.js';
+import { ListenStreams } from '../modern/listen.js';
+import { ModernServers } from '../modern/servers.js';
 import { SessionRegistry } from '../session/registry.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
@@ -18,12 +20,19 @@ const FIRST_POLLING_VERSION = '2025-11-25';
  */
 export class EngineContext {
   readonly registry: SessionRegistry;
-  readonly supportedVersions: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
+  /** The servers of the 2026-07-28 era, one per client kind. */
+  readonly modern: ModernServers;
+  /** The `subscriptions/listen` streams of the 2026-07-28 era. */
+  readonly listeners = new ListenStreams();
+  /** Extensions mcp-kit itself serves, declared in `server/discover` (`io.modelcontextprotocol/tasks`). */
+  readonly extensions: Record<string, object> = {};
+  readonly supportedVersions: readonly string[] = LEGACY_VERSIONS;
   /** Set by close(): from then on nothing new starts that the shutdown would have to wait for. */
   closing = false;
 
   constructor(readonly options: ResolvedOptions) {
     this.registry = new SessionRegistry(options);
+    this.modern = new ModernServers(options, (message) => this.listeners.publish(message));
   }
 
   /**

@@ -1,4 +1,4 @@
-import { LATEST_PROTOCOL_VERSION, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_LEGACY_VERSION, type JSONRPCMessage } from '../ports/mcp.js';
 import { ErrorCode, reject, sendRejection, unavailable } from '../http/errors.js';
 import { allowsBatches, parseMessages, type ParsedBody } from '../http/messages.js';
 import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
@@ -6,14 +6,17 @@ import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import { forward } from '../remote/forward.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
+import { serveModern } from '../modern/serve.js';
 import { readJson } from './body.js';
+import { classifyPost, eraNotServed } from './classify.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
 import { connectServer, wake } from './server.js';
 
 /**
- * `POST`: a JSON-RPC message (or, before 2025-06-18, a batch) from the client. `initialize` opens a
- * session; anything else goes to the session it names, here or on its owner.
+ * `POST`: a JSON-RPC message (or, before 2025-06-18, a batch) from the client. A 2026-07-28
+ * request is served on its own (`modern/serve.ts`); of the 2025 era, `initialize` opens a session
+ * and anything else goes to the session it names, here or on its owner.
  */
 export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreResponder): Promise<void> {
   let v = checkAccept('POST', header(req.headers, 'accept'));
@@ -23,6 +26,10 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   const read = await readJson(req, ctx.options.maxBodyBytes);
   if (!read.ok) return sendRejection(res, read);
   const body = read.body;
+  const era = classifyPost(body, req.headers);
+  if (typeof era !== 'string') return sendRejection(res, era);
+  if (!ctx.options.eras[era]) return sendRejection(res, eraNotServed(era, body, req.headers));
+  if (era === 'modern') return serveModern(ctx, req, res, body);
   if (ctx.options.stateless) return serveStateless(ctx, req, res, body);
   if (isInitialize(body)) return serveInitialize(ctx, req, res, body);
   const resolving = resolveSession(ctx, req);
@@ -76,7 +83,7 @@ async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreRe
   const session = ctx.registry.create(principalOf(req.authInfo));
   if (!(await claim(ctx, session, res)) || !(await connectServer(ctx, session, res))) return;
   const requested = (parsed.messages[0] as JSONRPCMessage & { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
-  const version = typeof requested === 'string' && ctx.supportedVersions.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
+  const version = typeof requested === 'string' && ctx.supportedVersions.includes(requested) ? requested : LATEST_LEGACY_VERSION;
   await respond(ctx, req, res, session, parsed, version);
 }
 

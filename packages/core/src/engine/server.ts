@@ -1,5 +1,5 @@
 import { ErrorCode, errorBody, sendRejection, sessionNotFound } from '../http/errors.js';
-import type { ConnectableServer } from '../options.js';
+import { sdkMajorOf, type ConnectableServer } from '../sdk/server.js';
 import type { CoreResponder } from '../ports/http.js';
 import { JSON_HEADERS } from '../streams/frames.js';
 import type { Session } from '../session/session.js';
@@ -41,10 +41,10 @@ export async function wake(ctx: EngineContext, session: Session, res: CoreRespon
 }
 
 async function newServer(ctx: EngineContext, session: Session, restoring: boolean): Promise<void> {
-  const server: ConnectableServer = await ctx.options.server({ sessionId: session.sessionId, restoring });
+  const server: ConnectableServer = await ctx.options.server({ era: 'legacy', sessionId: session.sessionId, restoring });
   if (!server || typeof (server as { connect?: unknown }).connect !== 'function') {
     throw new TypeError('createMcpHandler: the `server` factory must return an McpServer (or SDK Server) with connect()');
   }
-  session.server.attach(server);
-  await server.connect(session);
+  session.server.attach(server, sdkMajorOf(server));
+  await server.connect(session as never);
 }

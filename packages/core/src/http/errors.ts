@@ -19,6 +19,8 @@ export interface Rejection {
   code: number;
   message: string;
   headers?: Record<string, string>;
+  /** The error's `data` (the 2026 revision's errors carry what the client needs to recover). */
+  data?: unknown;
 }
 
 export const OK: Verdict = Object.freeze({ ok: true });
@@ -27,15 +29,24 @@ export function reject(status: number, code: number, message: string, headers?: 
   return headers ? { ok: false, status, code, message, headers } : { ok: false, status, code, message };
 }
 
-export function errorBody(code: number, message: string, id: string | number | null = null): string {
-  return JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } });
+/**
+ * A JSON-RPC error body. `id` is the request's when it could be read and may be echoed; otherwise
+ * the member is left out, as both the 2025-11-25 and the 2026-07-28 schemas say (`id` is optional
+ * on an error response and never `null`).
+ */
+export function errorBody(code: number, message: string, id?: string | number, data?: unknown): string {
+  const error = data === undefined ? { code, message } : { code, message, data };
+  return JSON.stringify(id === undefined ? { jsonrpc: '2.0', error } : { jsonrpc: '2.0', id, error });
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-/** Answers a request with a rejection: its status, its headers, and a JSON-RPC error body. */
-export function sendRejection(res: CoreResponder, r: Rejection): void {
-  res.send(r.status, r.headers ? { ...JSON_HEADERS, ...r.headers } : JSON_HEADERS, errorBody(r.code, r.message));
+/**
+ * Answers a request with a rejection: its status, its headers, and a JSON-RPC error body, with the
+ * request's `id` where it was read and may be echoed.
+ */
+export function sendRejection(res: CoreResponder, r: Rejection, id?: string | number): void {
+  res.send(r.status, r.headers ? { ...JSON_HEADERS, ...r.headers } : JSON_HEADERS, errorBody(r.code, r.message, id, r.data));
 }
 
 // --- The rejections more than one path gives ------------------------------------------------------

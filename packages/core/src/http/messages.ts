@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
 import { ErrorCode, reject, type Rejection } from './errors.js';
 
 export interface ParsedBody {

@@ -1,4 +1,4 @@
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { AuthInfo } from '../ports/mcp.js';
 import type { HeaderMap } from '../ports/http.js';
 import { ErrorCode, OK, reject, type Verdict } from './errors.js';
 

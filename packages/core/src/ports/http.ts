@@ -1,4 +1,4 @@
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { AuthInfo } from './mcp.js';
 
 /** Lower-cased header map, as Node gives it. */
 export type HeaderMap = Record<string, string | string[] | undefined>;
@@ -22,6 +22,8 @@ export interface CoreRequest {
   authInfo?: AuthInfo | undefined;
   /** Local address of the socket; a loopback address turns DNS-rebinding protection on (`'auto'`). */
   localAddress?: string | undefined;
+  /** The fetch `Request` itself, when the bridge has one (SDK v2 handlers read it as `ctx.http.req`). */
+  request?: Request | undefined;
 }
 
 export type BodyText = { ok: true; text: string } | { ok: false; tooLarge: true } | { ok: false; tooLarge: false; error: Error };
@@ -32,6 +34,11 @@ export type OutHeaders = Record<string, string>;
 export interface CoreResponder {
   send(status: number, headers: OutHeaders, body: string | undefined): void;
   stream(headers: OutHeaders): SseSink;
+  /**
+   * Optional: calls `listener` once the exchange is over, answered or not (the client may have
+   * left first). A 2026-era request whose client left before its answer is cancelled.
+   */
+  onClose?(listener: () => void): void;
 }
 
 /**

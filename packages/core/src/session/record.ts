@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, JSONRPCRequest, RequestId } from '../ports/mcp.js';
 
 /** Ids of the requests a session sends its own server to restore it; no client id starts with NUL. */
 const RESTORE_ID_PREFIX = '\u0000mcp-kit:restore:';

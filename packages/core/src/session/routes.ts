@@ -1,4 +1,4 @@
-import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestId } from '../ports/mcp.js';
 import type { Stream } from '../streams/stream.js';
 
 /**

@@ -1,4 +1,5 @@
-import type { JSONRPCMessage, JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, JSONRPCRequest, RequestId } from '../ports/mcp.js';
+import type { SdkMajor } from '../sdk/server.js';
 import { asError } from '../util/errors.js';
 import { Restorer, SessionRecord } from './record.js';
 
@@ -11,6 +12,8 @@ export class SessionServer {
   /** The server was let go until the next POST (see `hibernateAfterMs`). */
   hibernated = false;
   readonly record = new SessionRecord();
+  /** Which SDK the server is of: v2 handlers also get a fetch `Request` (`ctx.http.req`). */
+  major: SdkMajor = 'v1';
   private server: { close(): Promise<void> } | undefined;
   /** Requests the server sent the client that are not answered yet. */
   private readonly awaitingClient = new Set<RequestId>();
@@ -22,8 +25,9 @@ export class SessionServer {
     this.restorer = new Restorer(toServer);
   }
 
-  attach(server: { close(): Promise<void> }): void {
+  attach(server: { close(): Promise<void> }, major: SdkMajor): void {
     this.server = server;
+    this.major = major;
   }
 
   /** A request or notification the server sends: a request now awaits the client; a cancel withdraws one. */

@@ -1,25 +1,18 @@
-import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { Transport, TransportSendOptions } from '../ports/mcp.js';
+import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '../ports/mcp.js';
 import { randomId } from '../events/ids.js';
 import { ErrorCode, reject, sendRejection } from '../http/errors.js';
 import type { ResolvedOptions } from '../options.js';
-import type { CoreResponder, HeaderMap, OutHeaders } from '../ports/http.js';
+import type { CoreResponder, OutHeaders } from '../ports/http.js';
 import { SseConnection } from '../streams/connection.js';
 import { JSON_HEADERS, SSE_HEADERS } from '../streams/frames.js';
 import { Stream, type JsonReply } from '../streams/stream.js';
+import { messageExtra, requestInfoOf, type Inbound } from '../sdk/extra.js';
 import { asError } from '../util/errors.js';
 import { StreamRoutes } from './routes.js';
 import { SessionServer } from './server.js';
 
 const RESOLVED: Promise<void> = Promise.resolve();
-
-/** Per-connection context the core passes in from the HTTP layer. */
-export interface Inbound {
-  headers: HeaderMap;
-  url?: URL | undefined;
-  authInfo?: AuthInfo | undefined;
-}
 
 /**
  * One MCP session: the SDK `Transport` its server is connected to, plus the registry of its
@@ -101,14 +94,14 @@ export class Session implements Transport {
   dispatch(messages: JSONRPCMessage[], inbound: Inbound): void {
     // The client left (or the session ended) before we got here: no work for nobody.
     if (this.closed) return;
-    const requestInfo = { headers: inbound.headers as Record<string, string | string[] | undefined>, url: inbound.url };
+    const requestInfo = requestInfoOf(inbound);
+    const forV2 = this.server.major === 'v2';
     for (const message of messages) {
-      const extra: MessageExtraInfo = { authInfo: inbound.authInfo, requestInfo: requestInfo as MessageExtraInfo['requestInfo'] };
+      let extra: MessageExtraInfo;
       if ('method' in message && 'id' in message) {
         const id = message.id as RequestId;
-        extra.closeSSEStream = ((retryMs?: number) => this.closeRequestStream(id, retryMs)) as () => void;
-        extra.closeStandaloneSSEStream = this.closeStandaloneFn as () => void;
-      }
+        extra = messageExtra(inbound, requestInfo, forV2, (retryMs) => this.closeRequestStream(id, retryMs), this.closeStandaloneFn);
+      } else extra = messageExtra(inbound, requestInfo, forV2);
       this.server.received(message);
       this.onmessage?.(message, extra);
       if ('method' in message && message.method === 'notifications/cancelled' && !('id' in message)) {

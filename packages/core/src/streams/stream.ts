@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
 import { eventId } from '../events/ids.js';
 import type { EventStore, StreamKey } from '../ports/event-store.js';
 import { asError } from '../util/errors.js';

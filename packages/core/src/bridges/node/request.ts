@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { AuthInfo } from '../../ports/mcp.js';
 import type { BodyText, CoreRequest } from '../../ports/http.js';
 
 /** What an adapter on `node:http` (Express, Koa, plain http) knows beyond `req`/`res`. */

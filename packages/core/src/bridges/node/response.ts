@@ -16,6 +16,12 @@ export class NodeResponder implements CoreResponder {
     res.end(body);
   }
 
+  onClose(listener: () => void): void {
+    const res = this.res;
+    if (res.closed || res.destroyed) listener();
+    else res.once('close', listener);
+  }
+
   stream(headers: OutHeaders): SseSink {
     this.res.writeHead(200, headers);
     // Small SSE frames should leave now, not wait for Nagle.

@@ -1,4 +1,4 @@
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { AuthInfo } from '../../ports/mcp.js';
 import type { McpHandler } from '../../handler.js';
 import type { GetAuthInfo } from '../../ports/http.js';
 import { webCoreRequest } from './request.js';

@@ -1,4 +1,4 @@
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { AuthInfo } from '../../ports/mcp.js';
 import type { BodyText, CoreRequest, HeaderMap } from '../../ports/http.js';
 
 /** A fetch `Request` as the core sees it. */
@@ -10,6 +10,7 @@ export function webCoreRequest(request: Request, authInfo: AuthInfo | undefined,
     readBody: (limit) => readWebBody(request, limit),
     authInfo,
     localAddress,
+    request,
   };
 }
 

@@ -18,6 +18,12 @@ export class WebResponder implements CoreResponder {
     this.resolve(new Response(status === 202 || status === 204 ? null : (body ?? null), { status, headers }));
   }
 
+  onClose(listener: () => void): void {
+    // A fetch handler learns of a client that left only through the request's signal.
+    if (this.signal.aborted) listener();
+    else this.signal.addEventListener('abort', listener, { once: true });
+  }
+
   stream(headers: OutHeaders): SseSink {
     const sink = new WebSseSink(this.signal);
     this.resolve(new Response(sink.body, { status: 200, headers }));

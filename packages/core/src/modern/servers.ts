@@ -1,0 +1,168 @@
+import type { JSONRPCMessage } from '../ports/mcp.js';
+import type { ResolvedOptions } from '../options.js';
+import { bindModernEra, sdkMajorOf, type ConnectableServer, type SdkMajor } from '../sdk/server.js';
+import { asError } from '../util/errors.js';
+import { ModernChannel, type Reply } from './channel.js';
+import type { Envelope } from './envelope.js';
+
+/** What the server said about itself in the handshake: what `server/discover` answers. */
+export interface Handshake {
+  capabilities: Record<string, unknown>;
+  serverInfo: { name: string; version: string; [key: string]: unknown };
+  instructions?: string;
+}
+
+/** One server serving 2026-era requests for clients that declare the same capabilities and identity. */
+export interface ModernServer {
+  readonly key: string;
+  readonly major: SdkMajor;
+  readonly channel: ModernChannel;
+  readonly handshake: Handshake;
+  lastUsed: number;
+}
+
+/** The version the handshake speaks: both majors know it, and neither negotiates a 2026 one through initialize. */
+const HANDSHAKE_VERSION = '2025-11-25';
+
+/**
+ * The servers behind the 2026 era. There are no sessions, but both SDK majors keep what a client
+ * declared (capabilities, client info) on the server instance, from a handshake. So a server is
+ * built per distinct client identity, handshaken once with what the envelope declares, and then
+ * serves every request of clients that declare the same, concurrently, as a 2025 session's server
+ * serves that session. A handful of client kinds means a handful of servers, not one per request.
+ * Idle servers past `maxModernServers` are closed, least recently used first.
+ */
+export class ModernServers {
+  private readonly servers = new Map<string, Promise<ModernServer>>();
+
+  constructor(
+    private readonly options: ResolvedOptions,
+    private readonly broadcast: (message: JSONRPCMessage) => void,
+  ) {}
+
+  /** The server for requests that carry `envelope`, built and handshaken on first use. */
+  acquire(envelope: Envelope): Promise<ModernServer> {
+    const key = identityKey(envelope);
+    let entry = this.servers.get(key);
+    if (entry === undefined) {
+      entry = this.build(key, envelope);
+      this.servers.set(key, entry);
+      // A server that could not be built is not kept: the next request tries again.
+      entry.catch(() => this.servers.delete(key));
+      this.trim();
+    } else {
+      // Map order is recency order: the most recently used key goes last.
+      this.servers.delete(key);
+      this.servers.set(key, entry);
+    }
+    return entry;
+  }
+
+  /** Closes every server (shutdown). */
+  async close(): Promise<void> {
+    const all = [...this.servers.values()];
+    this.servers.clear();
+    await Promise.all(
+      all.map((entry) =>
+        entry.then(
+          (s) => s.channel.close(),
+          () => undefined,
+        ),
+      ),
+    );
+  }
+
+  get size(): number {
+    return this.servers.size;
+  }
+
+  private async build(key: string, envelope: Envelope): Promise<ModernServer> {
+    const server: ConnectableServer = await this.options.server({ sessionId: undefined, restoring: false, era: 'modern' });
+    if (!server || typeof (server as { connect?: unknown }).connect !== 'function') {
+      throw new TypeError('createMcpHandler: the `server` factory must return an McpServer (or SDK Server) with connect()');
+    }
+    const channel = new ModernChannel(this.broadcast, (id, method) => refuseServerRequest(channel, id, method));
+    channel.onclose = () =>
+      void server.close().catch((error: unknown) => this.options.onError(asError(error, 'closing a 2026-era server failed')));
+    await server.connect(channel as never);
+    const major = sdkMajorOf(server);
+    const handshake = await handshakeWith(channel, envelope);
+    if (major === 'v2') bindModernEra(server, envelope.protocolVersion);
+    return { key, major, channel, handshake, lastUsed: Date.now() };
+  }
+
+  /** Keeps at most `maxModernServers`, closing the least recently used idle ones. */
+  private trim(): void {
+    let excess = this.servers.size - this.options.maxModernServers;
+    for (const [key, entry] of this.servers) {
+      if (excess <= 0) break;
+      excess--;
+      this.servers.delete(key);
+      // A server with requests in flight finishes them; it closes once they are answered.
+      void entry.then(
+        (s) => closeWhenIdle(s.channel),
+        () => undefined,
+      );
+    }
+  }
+}
+
+function identityKey(envelope: Envelope): string {
+  return JSON.stringify([envelope.clientCapabilities, envelope.clientInfo ?? null]);
+}
+
+function closeWhenIdle(channel: ModernChannel): void {
+  if (channel.inFlight === 0) return void channel.close();
+  const timer = setInterval(() => {
+    if (channel.inFlight > 0) return;
+    clearInterval(timer);
+    void channel.close();
+  }, 1_000);
+  timer.unref?.();
+}
+
+/**
+ * What both majors need to know a client: an `initialize` with what the envelope declares, and
+ * `notifications/initialized`. Its answer is what `server/discover` tells 2026 clients.
+ */
+function handshakeWith(channel: ModernChannel, envelope: Envelope): Promise<Handshake> {
+  return new Promise((resolve, reject) => {
+    const reply: Reply = {
+      answer(message) {
+        const error = (message as { error?: { message?: string } }).error;
+        if (error) return reject(new Error(`the server refused the handshake: ${error.message}`));
+        const result = (message as unknown as { result: Handshake }).result;
+        channel.deliver({ jsonrpc: '2.0', method: 'notifications/initialized' });
+        resolve({ capabilities: result.capabilities ?? {}, serverInfo: result.serverInfo, instructions: result.instructions });
+      },
+      related() {},
+    };
+    const clientInfo = envelope.clientInfo ?? { name: 'mcp-kit-2026-client', version: '0.0.0' };
+    channel.request(
+      {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: HANDSHAKE_VERSION, capabilities: envelope.clientCapabilities, clientInfo },
+      },
+      {},
+      reply,
+    );
+  });
+}
+
+/**
+ * A 2026 client cannot be asked anything mid-call (input comes through `input_required` results
+ * or tasks): the server's own request is answered with an error at once, instead of waiting for
+ * an answer that cannot come.
+ */
+function refuseServerRequest(channel: ModernChannel, id: string | number, method: string): void {
+  channel.deliver({
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: -32601,
+      message: `${method} cannot reach a client of the 2026-07-28 era during a request; return an input_required result or run the tool as a task`,
+    },
+  });
+}
