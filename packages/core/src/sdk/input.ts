@@ -21,7 +21,11 @@ export type InputContext = { requestInfo?: object } | { mcpReq?: { inputResponse
  * server.registerTool('greet_user', {}, async (extra) => {
  *   const answer = inputResponses(extra)?.user_name as { action: string; content?: { name?: string } } | undefined;
  *   if (answer?.action === 'accept') return { content: [{ type: 'text', text: `Hello, ${answer.content?.name}!` }] };
- *   const ask = { mode: 'form', message: 'What is your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } };
+ *   const ask = {
+ *     mode: 'form',
+ *     message: 'What is your name?',
+ *     requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
+ *   };
  *   return { resultType: 'input_required', inputRequests: { user_name: { method: 'elicitation/create', params: ask } }, content: [] };
  * });
  * ```
