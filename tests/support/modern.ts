@@ -1,0 +1,70 @@
+/** Raw requests of the 2026-07-28 era: the `_meta` envelope in the body, the routing headers beside it. */
+import { SseStream } from './sse.js';
+
+export const MODERN = '2026-07-28';
+
+export interface Envelope {
+  'io.modelcontextprotocol/protocolVersion'?: unknown;
+  'io.modelcontextprotocol/clientCapabilities'?: unknown;
+  'io.modelcontextprotocol/clientInfo'?: unknown;
+  'io.modelcontextprotocol/logLevel'?: unknown;
+  [key: string]: unknown;
+}
+
+export function envelope(extra: Envelope = {}): Envelope {
+  return {
+    'io.modelcontextprotocol/protocolVersion': MODERN,
+    'io.modelcontextprotocol/clientCapabilities': {},
+    'io.modelcontextprotocol/clientInfo': { name: 'modern-wire-test', version: '1.0.0' },
+    ...extra,
+  };
+}
+
+/** A request of the 2026 era: the envelope merged into `params._meta`. */
+export function modernRequest(id: number | string, method: string, params: Record<string, unknown> = {}, meta: Envelope = envelope()) {
+  const { _meta, ...rest } = params as { _meta?: Record<string, unknown> };
+  return { jsonrpc: '2.0', id, method, params: { ...rest, _meta: { ...meta, ...(_meta ?? {}) } } };
+}
+
+/** The routing headers a 2026 client sends for a body (SEP-2243). */
+export function routingHeaders(body: { method: string; params?: Record<string, unknown> }): Record<string, string> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': MODERN,
+    'mcp-method': body.method,
+  };
+  const p = body.params ?? {};
+  const name = body.method === 'resources/read' ? p.uri : body.method.startsWith('tasks/') ? p.taskId : p.name;
+  if (['tools/call', 'prompts/get', 'resources/read', 'tasks/get', 'tasks/update', 'tasks/cancel'].includes(body.method))
+    headers['mcp-name'] = String(name);
+  return headers;
+}
+
+/** POSTs a 2026 request; `headers` override the routing headers (`undefined` removes one). */
+export async function modernPost(
+  url: string,
+  body: { method: string; params?: Record<string, unknown> } | string,
+  headers: Record<string, string | undefined> = {},
+): Promise<Response> {
+  const base = typeof body === 'string' ? {} : routingHeaders(body);
+  const merged: Record<string, string> = {};
+  for (const [k, v] of Object.entries({ ...base, ...headers })) if (v !== undefined) merged[k] = v;
+  return fetch(url, { method: 'POST', headers: merged, body: typeof body === 'string' ? body : JSON.stringify(body) });
+}
+
+/** The answer to a 2026 request: one JSON body, or an SSE stream whose data frames end with it. */
+export async function modernAnswer(
+  response: Response,
+): Promise<{ status: number; json: boolean; messages: any[]; answer: any; raw: string }> {
+  const type = response.headers.get('content-type') ?? '';
+  if (type.startsWith('application/json')) {
+    const answer = await response.json();
+    return { status: response.status, json: true, messages: [answer], answer, raw: JSON.stringify(answer) };
+  }
+  if (!type.startsWith('text/event-stream')) throw new Error(`unexpected ${response.status} ${type}: ${await response.text()}`);
+  const stream = new SseStream(response, new AbortController());
+  await stream.ended_();
+  const messages = stream.blocks.filter((b) => b.data).map((b) => JSON.parse(b.data!));
+  return { status: response.status, json: false, messages, answer: messages.at(-1), raw: stream.raw };
+}
