@@ -2,7 +2,7 @@
 // the sources is a copy of a region here, so a renamed option breaks the build, not the reader.
 import express from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { closeSSEStream, createMcpHandler, inputResponses, toFetchHandler } from '@mcp-kit/core';
+import { closeSSEStream, createMcpHandler, inputResponses, taskTool, toFetchHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 
 declare function buildServer(): McpServer;
@@ -47,4 +47,15 @@ export function inputResponsesExample(): void {
     return { resultType: 'input_required', inputRequests: { user_name: { method: 'elicitation/create', params: ask } }, content: [] };
   });
   //#endregion inputResponses
+}
+
+declare function buildArchive(signal: AbortSignal): Promise<string>;
+
+export function taskToolExample(): void {
+  //#region taskTool
+  server.registerTool('export_archive', { _meta: taskTool('required') }, async (extra) => {
+    const url = await buildArchive(extra.signal); // the client polls tasks/get meanwhile
+    return { content: [{ type: 'text', text: url }] };
+  });
+  //#endregion taskTool
 }

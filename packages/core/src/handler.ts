@@ -52,9 +52,11 @@ export class McpHandler {
     ctx.closing = true;
     ctx.registry.close(ctx.options.retryMs);
     ctx.listeners.close();
+    ctx.tasks?.close();
     await ctx.modern.close();
     await ctx.options.cluster?.close?.();
     await ctx.options.eventStore.close?.();
+    await ctx.options.taskStore.close?.();
   }
 
   /** Open sessions. */

@@ -2,6 +2,8 @@ import { MemoryEventStore, type MemoryEventStoreOptions } from './events/memory.
 import { LOCAL_HOSTS } from './http/rules.js';
 import type { SessionCluster } from './ports/cluster.js';
 import type { EventStore } from './ports/event-store.js';
+import type { TaskStore } from './ports/task-store.js';
+import { MemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-store.js';
 import type { ConnectableServer } from './sdk/server.js';
 import { nonNegativeInt, positiveInt } from './util/numbers.js';
 
@@ -46,6 +48,19 @@ export interface McpHandlerOptions {
    * `['legacy']` answers 2026 requests with -32022 naming the 2025 versions, so clients fall back.
    */
   eras?: ProtocolEra[];
+  /**
+   * Serve the Tasks extension (SEP-2663) to 2026-07-28 clients that declare it: `closeSSEStream`
+   * turns their `tools/call` into a task they poll with `tasks/get`, and tools marked with
+   * `taskTool()` always run as one. Declared in `server/discover`. Default `true`.
+   */
+  tasks?: boolean;
+  /**
+   * Where tasks live. Default: a {@link MemoryTaskStore} (limits may be passed instead); several
+   * instances share a store such as `@mcp-kit/redis`'s so any of them answers for any task.
+   */
+  taskStore?: TaskStore | MemoryTaskStoreOptions;
+  /** How long a task is kept after it was created (its `ttlMs`); `null` for as long as the store allows. Default `3_600_000` (1 h). */
+  taskTtlMs?: number | null;
   /**
    * The most servers kept for 2026-07-28 clients: one per distinct client kind (capabilities and
    * client info); the least recently used idle one goes first. Default `16`.
@@ -129,6 +144,9 @@ export interface ResolvedOptions {
   server: McpHandlerOptions['server'];
   eras: { legacy: boolean; modern: boolean };
   maxModernServers: number;
+  tasks: boolean;
+  taskStore: TaskStore;
+  taskTtlMs: number | null;
   retryMs: number;
   stateless: boolean;
   jsonResponse: boolean;
@@ -158,6 +176,9 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     server: options.server,
     eras: resolveEras(options.eras),
     maxModernServers: positiveInt(options.maxModernServers ?? 16, 'maxModernServers', OWNER),
+    tasks: options.tasks ?? true,
+    taskStore: isTaskStore(options.taskStore) ? options.taskStore : new MemoryTaskStore(options.taskStore ?? {}),
+    taskTtlMs: options.taskTtlMs === null ? null : positiveInt(options.taskTtlMs ?? 3_600_000, 'taskTtlMs', OWNER),
     retryMs: nonNegativeInt(options.retryMs ?? 1000, 'retryMs', OWNER),
     stateless: options.stateless ?? false,
     jsonResponse: options.jsonResponse ?? false,
@@ -178,6 +199,10 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     onError: options.onError ?? ((error) => console.error('[mcp-kit]', error)),
     cluster: options.stateless ? undefined : options.cluster,
   };
+}
+
+function isTaskStore(value: unknown): value is TaskStore {
+  return typeof value === 'object' && value !== null && typeof (value as TaskStore).create === 'function';
 }
 
 function isEventStore(value: unknown): value is EventStore {

@@ -3,7 +3,10 @@ import { header } from '../http/rules.js';
 import type { ResolvedOptions } from '../options.js';
 import type { ReplayResult } from '../ports/event-store.js';
 import type { CoreRequest } from '../ports/http.js';
+import { randomId } from '../events/ids.js';
+import { TASKS_EXTENSION } from '../modern/discover.js';
 import { ListenStreams } from '../modern/listen.js';
+import { Tasks } from '../modern/tasks.js';
 import { ModernServers } from '../modern/servers.js';
 import { SessionRegistry } from '../session/registry.js';
 import type { Session } from '../session/session.js';
@@ -26,6 +29,10 @@ export class EngineContext {
   readonly listeners = new ListenStreams();
   /** Extensions mcp-kit itself serves, declared in `server/discover` (`io.modelcontextprotocol/tasks`). */
   readonly extensions: Record<string, object> = {};
+  /** The Tasks extension, unless turned off. */
+  readonly tasks: Tasks | undefined;
+  /** How other instances name this one (a task's owner). */
+  readonly instanceId: string;
   readonly supportedVersions: readonly string[] = LEGACY_VERSIONS;
   /** Set by close(): from then on nothing new starts that the shutdown would have to wait for. */
   closing = false;
@@ -33,6 +40,9 @@ export class EngineContext {
   constructor(readonly options: ResolvedOptions) {
     this.registry = new SessionRegistry(options);
     this.modern = new ModernServers(options, (message) => this.listeners.publish(message));
+    this.instanceId = options.cluster?.instanceId ?? randomId();
+    this.tasks = options.tasks ? new Tasks(this) : undefined;
+    if (this.tasks) this.extensions[TASKS_EXTENSION] = {};
   }
 
   /**

@@ -74,6 +74,11 @@ export class ModernChannel implements Transport {
     return id;
   }
 
+  /** What the server sends about request `id` goes to `reply` from now on (a request that became a task). */
+  rebind(id: number, reply: Reply): void {
+    if (this.replies.has(id)) this.replies.set(id, reply);
+  }
+
   /** Hands a notification, or an answer to a request the server sent, to the server. */
   deliver(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
     this.onmessage?.(message, extra);

@@ -59,6 +59,40 @@ export class Exchange implements Reply {
     this.ctx.res.send(out.error ? httpStatusOf(out.error.code) : 200, JSON_HEADERS, json);
   }
 
+  /** Not yet answered, nor handed to a task. */
+  get pending(): boolean {
+    return !this.done;
+  }
+
+  /**
+   * The request becomes a task: from now on the tool's messages go to the task, and the client's
+   * leaving no longer cancels anything. `false` if the request was already answered.
+   */
+  becomeTask(): boolean {
+    if (this.done) return false;
+    this.done = true;
+    return true;
+  }
+
+  /** Answers a request that became a task with the task's handle (a `CreateTaskResult`). */
+  handOff(result: Record<string, unknown>): void {
+    const json = JSON.stringify({ jsonrpc: '2.0', id: this.clientId, result });
+    if (this.conn) {
+      this.conn.write(messageEvent(undefined, json));
+      this.conn.end();
+    } else this.ctx.res.send(200, JSON_HEADERS, json);
+  }
+
+  /** Answers with an error of mcp-kit's own (a task could not be created). */
+  fail(code: number, message: string): void {
+    this.done = true;
+    const json = JSON.stringify({ jsonrpc: '2.0', id: this.clientId, error: { code, message } });
+    if (this.conn) {
+      this.conn.write(messageEvent(undefined, json));
+      this.conn.end();
+    } else this.ctx.res.send(httpStatusOf(code) === 200 ? 500 : httpStatusOf(code), JSON_HEADERS, json);
+  }
+
   /** The client went away before the answer (a JSON response not yet sent): the request is cancelled. */
   clientLeft(): void {
     if (this.done) return;

@@ -11,19 +11,29 @@ interface Filter {
   promptsListChanged?: boolean;
   resourcesListChanged?: boolean;
   resourceSubscriptions?: string[];
+  /** Tasks extension: `notifications/tasks` for these tasks (of the listener's own principal). */
+  taskIds?: string[];
 }
 
 /** One open `subscriptions/listen` stream. */
 class Listener {
   private readonly uris: Set<string>;
 
+  private readonly tasks: Set<string>;
+
   constructor(
     readonly id: RequestId,
     readonly filter: Filter,
     readonly conn: SseConnection,
     private readonly serverInfo: Handshake['serverInfo'],
+    readonly principal: string | undefined,
   ) {
     this.uris = new Set(filter.resourceSubscriptions ?? []);
+    this.tasks = new Set(filter.taskIds ?? []);
+  }
+
+  followsTask(taskId: string, principal: string | undefined): boolean {
+    return this.tasks.has(taskId) && principal === this.principal;
   }
 
   accepts(method: string, params: { uri?: unknown } | undefined): boolean {
@@ -64,7 +74,7 @@ export class ListenStreams {
   private readonly listeners = new Set<Listener>();
 
   /** The notifications a server with these capabilities can send, out of what the filter asks. */
-  static honored(requested: Filter, capabilities: Record<string, unknown>): Filter {
+  static honored(requested: Filter, capabilities: Record<string, unknown>, tasks: boolean): Filter {
     const caps = capabilities as {
       tools?: { listChanged?: boolean };
       prompts?: { listChanged?: boolean };
@@ -77,6 +87,7 @@ export class ListenStreams {
     if (Array.isArray(requested.resourceSubscriptions) && caps.resources?.subscribe) {
       honored.resourceSubscriptions = requested.resourceSubscriptions.filter((u): u is string => typeof u === 'string');
     }
+    if (tasks && Array.isArray(requested.taskIds)) honored.taskIds = requested.taskIds.filter((t): t is string => typeof t === 'string');
     return honored;
   }
 
@@ -91,9 +102,17 @@ export class ListenStreams {
   }
 
   /** Opens a stream: the acknowledgement (what will be sent) first, then notifications as they come. */
-  open(res: CoreResponder, id: RequestId, honored: Filter, handshake: Handshake, live: Set<SseConnection>, maxBufferedBytes: number): void {
+  open(
+    res: CoreResponder,
+    id: RequestId,
+    honored: Filter,
+    handshake: Handshake,
+    principal: string | undefined,
+    live: Set<SseConnection>,
+    maxBufferedBytes: number,
+  ): void {
     const conn = new SseConnection(res.stream(SSE_HEADERS), maxBufferedBytes, (c) => c.end(), Date.now());
-    const listener = new Listener(id, honored, conn, handshake.serverInfo);
+    const listener = new Listener(id, honored, conn, handshake.serverInfo, principal);
     this.listeners.add(listener);
     live.add(conn);
     conn.onClose(() => {
@@ -107,6 +126,14 @@ export class ListenStreams {
     if (!('method' in message) || this.listeners.size === 0) return;
     const params = (message as { params?: Record<string, unknown> }).params;
     for (const listener of this.listeners) if (listener.accepts(message.method, params)) listener.send(message.method, params);
+  }
+
+  /** A task changed: `notifications/tasks` (what `tasks/get` would answer now) to the streams that follow it. */
+  publishTask(task: { taskId: string; principal: string | undefined }, detailed: Record<string, unknown>): void {
+    if (this.listeners.size === 0) return;
+    const { resultType: _resultType, ...params } = detailed;
+    for (const listener of this.listeners)
+      if (listener.followsTask(task.taskId, task.principal)) listener.send('notifications/tasks', params);
   }
 
   /** Ends every stream gracefully (shutdown). */

@@ -1,3 +1,5 @@
+import type { CoreResponder } from '../ports/http.js';
+import { JSON_HEADERS } from '../streams/frames.js';
 import { SERVER_INFO_KEY } from './envelope.js';
 import type { Handshake } from './servers.js';
 
@@ -79,4 +81,9 @@ export function missingCapabilityError(missing: Record<string, object>): { code:
     message: `Missing required client capability: this request needs ${Object.keys(missing).join(', ')}, which the client did not declare`,
     data: { requiredCapabilities: missing },
   };
+}
+
+/** Answers a 2026 request with a result mcp-kit built itself (discover, task surface). */
+export function sendResult(res: CoreResponder, id: string | number, result: Record<string, unknown>): void {
+  res.send(200, JSON_HEADERS, JSON.stringify({ jsonrpc: '2.0', id, result }));
 }

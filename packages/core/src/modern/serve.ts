@@ -2,19 +2,32 @@ import type { JSONRPCRequest } from '../ports/mcp.js';
 import { ErrorCode, reject, sendRejection, type Rejection } from '../http/errors.js';
 import { parseMessages } from '../http/messages.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
+import { principalOf } from '../http/rules.js';
 import { messageExtra, requestInfoOf } from '../sdk/extra.js';
 import { rememberParams } from '../sdk/input.js';
-import { JSON_HEADERS } from '../streams/frames.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
 import { discoverResult } from './discover.js';
 import { checkModernVersion, checkRoutingHeaders, ModernErrorCode, readEnvelope, type Envelope } from './envelope.js';
 import { Exchange } from './exchange.js';
 import { ListenStreams } from './listen.js';
+import { sendResult } from './results.js';
+import { declaresTasks, tasksRequired } from './tasks.js';
 import type { ModernServer } from './servers.js';
 
 /** Methods the 2026-07-28 revision removed: a server of that era does not have them (404, -32601). */
-const REMOVED = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe']);
+const REMOVED = new Set([
+  'initialize',
+  'ping',
+  'logging/setLevel',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'tasks/result',
+  'tasks/list',
+]);
+
+/** The Tasks extension's methods (SEP-2663), answered by mcp-kit from the task store. */
+const TASK_METHODS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
 
 /** A 2026 request, read and checked. */
 interface ModernRequest {
@@ -35,6 +48,10 @@ export async function serveModern(ctx: EngineContext, req: CoreRequest, res: Cor
   if (!('id' in message)) return res.send(202, {}, undefined);
   const id = message.id;
   if (REMOVED.has(message.method)) return sendRejection(res, notFound(message.method), id);
+  if (TASK_METHODS.has(message.method)) {
+    if (!ctx.tasks) return sendRejection(res, notFound(message.method), id);
+    return ctx.tasks.serve(req, res, message, envelope);
+  }
   let server: ModernServer;
   try {
     server = await ctx.modern.acquire(envelope);
@@ -42,8 +59,8 @@ export async function serveModern(ctx: EngineContext, req: CoreRequest, res: Cor
     ctx.options.onError(asError(error, 'building a server for a 2026-era request failed'));
     return sendRejection(res, reject(500, ErrorCode.InternalError, 'Internal error: could not create the MCP server'), id);
   }
-  if (message.method === 'server/discover') return reply(res, id, discoverResult(server.handshake, ctx.extensions));
-  if (message.method === 'subscriptions/listen') return listen(ctx, res, message, server);
+  if (message.method === 'server/discover') return sendResult(res, id, discoverResult(server.handshake, ctx.extensions));
+  if (message.method === 'subscriptions/listen') return listen(ctx, req, res, checked, server);
   dispatch(ctx, req, res, checked, server);
 }
 
@@ -64,15 +81,21 @@ function checkModernRequest(req: CoreRequest, body: unknown): ModernRequest | Re
   return { message, envelope };
 }
 
-/** Hands the request to the server, which answers through an {@link Exchange}. */
-function dispatch(
-  ctx: EngineContext,
-  req: CoreRequest,
-  res: CoreResponder,
-  { message, envelope }: ModernRequest,
-  server: ModernServer,
-): void {
+/**
+ * Hands the request to the server, which answers through an {@link Exchange}. For a client that
+ * declared the Tasks extension, a tool's `closeSSEStream(ctx, retryMs)` turns the call into a task
+ * polled every `retryMs` (a tool marked `taskTool('required' | 'preferred')` is one from the start);
+ * for any other 2026 client there is nothing to close (the revision has no resumable streams).
+ */
+function dispatch(ctx: EngineContext, req: CoreRequest, res: CoreResponder, run: ModernRequest, server: ModernServer): void {
+  const { message, envelope } = run;
   const channel = server.channel;
+  const tasks = ctx.tasks;
+  const isCall = message.method === 'tools/call';
+  const mode = isCall ? server.taskModes.get(String(message.params?.name)) : undefined;
+  const declared = tasks !== undefined && isCall && declaresTasks(envelope);
+  if (mode === 'required' && !declared)
+    return sendRejection(res, tasksRequired(`the tool ${JSON.stringify(message.params?.name)}`), message.id);
   let serverId = 0;
   const exchange = new Exchange(message.id, message.method, envelope, {
     res,
@@ -82,26 +105,34 @@ function dispatch(
     cancel: (reason) => channel.cancel(serverId, reason),
   });
   server.lastUsed = Date.now();
-  // SEP-1699 polling does not exist in this era (a closed stream cancels its request).
   const requestInfo = requestInfoOf(req);
   rememberParams(requestInfo, message.params);
   const extra = messageExtra(req, requestInfo, server.major === 'v2', noPolling, noPolling);
+  const toTask = { request: message, extra, envelope, req };
+  if (declared) extra.closeSSEStream = (retryMs) => tasks.start(exchange, server, serverId, toTask, retryMs ?? ctx.options.retryMs);
   serverId = channel.request(message, extra, exchange);
+  if (declared && mode !== undefined) tasks.start(exchange, server, serverId, toTask, ctx.options.retryMs);
   res.onClose?.(() => exchange.clientLeft());
 }
 
 const noPolling = (): boolean => false;
 
-function listen(ctx: EngineContext, res: CoreResponder, message: JSONRPCRequest, server: ModernServer): void {
+function listen(
+  ctx: EngineContext,
+  req: CoreRequest,
+  res: CoreResponder,
+  { message, envelope }: ModernRequest,
+  server: ModernServer,
+): void {
   const capabilities = server.handshake.capabilities;
-  if (!ListenStreams.announces(capabilities)) return sendRejection(res, notFound(message.method), message.id);
-  const requested = ((message.params as { notifications?: unknown }).notifications ?? {}) as Parameters<typeof ListenStreams.honored>[0];
-  const honored = ListenStreams.honored(typeof requested === 'object' && requested !== null ? requested : {}, capabilities);
-  ctx.listeners.open(res, message.id, honored, server.handshake, ctx.registry.live, ctx.options.maxBufferedBytes);
-}
-
-function reply(res: CoreResponder, id: string | number, result: Record<string, unknown>): void {
-  res.send(200, JSON_HEADERS, JSON.stringify({ jsonrpc: '2.0', id, result }));
+  const raw = (message.params as { notifications?: unknown }).notifications;
+  const requested = (typeof raw === 'object' && raw !== null ? raw : {}) as Parameters<typeof ListenStreams.honored>[0];
+  const wantsTasks = Array.isArray(requested.taskIds);
+  if (wantsTasks && ctx.tasks && !declaresTasks(envelope)) return sendRejection(res, tasksRequired('listening to tasks'), message.id);
+  if (!ListenStreams.announces(capabilities) && !(wantsTasks && ctx.tasks)) return sendRejection(res, notFound(message.method), message.id);
+  const honored = ListenStreams.honored(requested, capabilities, ctx.tasks !== undefined);
+  const { live } = ctx.registry;
+  ctx.listeners.open(res, message.id, honored, server.handshake, principalOf(req.authInfo), live, ctx.options.maxBufferedBytes);
 }
 
 function notFound(method: string): Rejection {

@@ -12,12 +12,17 @@ export interface Handshake {
   instructions?: string;
 }
 
+/** How a tool asks to run as a task (see {@link taskTool}). */
+export type TaskMode = 'required' | 'preferred';
+
 /** One server serving 2026-era requests for clients that declare the same capabilities and identity. */
 export interface ModernServer {
   readonly key: string;
   readonly major: SdkMajor;
   readonly channel: ModernChannel;
   readonly handshake: Handshake;
+  /** The tools marked to run as tasks, from the server's tools/list (read again when it changes). */
+  taskModes: Map<string, TaskMode>;
   lastUsed: number;
 }
 
@@ -81,14 +86,27 @@ export class ModernServers {
     if (!server || typeof (server as { connect?: unknown }).connect !== 'function') {
       throw new TypeError('createMcpHandler: the `server` factory must return an McpServer (or SDK Server) with connect()');
     }
-    const channel = new ModernChannel(this.broadcast, (id, method) => refuseServerRequest(channel, id, method));
+    let built: ModernServer | undefined;
+    const broadcast = (message: JSONRPCMessage) => {
+      // The tools changed: their task marks may have too.
+      if (built && 'method' in message && message.method === 'notifications/tools/list_changed') {
+        void listTaskModes(built.channel).then(
+          (modes) => (built!.taskModes = modes),
+          () => undefined,
+        );
+      }
+      this.broadcast(message);
+    };
+    const channel = new ModernChannel(broadcast, (id, method) => refuseServerRequest(channel, id, method));
     channel.onclose = () =>
       void server.close().catch((error: unknown) => this.options.onError(asError(error, 'closing a 2026-era server failed')));
     await server.connect(channel as never);
     const major = sdkMajorOf(server);
     const handshake = await handshakeWith(channel, envelope);
+    const taskModes = handshake.capabilities.tools ? await listTaskModes(channel) : new Map<string, TaskMode>();
     if (major === 'v2') bindModernEra(server, envelope.protocolVersion);
-    return { key, major, channel, handshake, lastUsed: Date.now() };
+    self.server = { key, major, channel, handshake, taskModes, lastUsed: Date.now() };
+    return self.server;
   }
 
   /** Keeps at most `maxModernServers`, closing the least recently used idle ones. */
@@ -147,6 +165,61 @@ function handshakeWith(channel: ModernChannel, envelope: Envelope): Promise<Hand
       },
       {},
       reply,
+    );
+  });
+}
+
+/** The `_meta` key a tool definition carries to run as a task (see {@link taskTool}). */
+export const TASK_META_KEY = 'mcp-kit/task';
+
+/**
+ * Marks a tool to run as a task (Tasks extension) for every 2026-07-28 client that declares the
+ * extension, from its first instruction: put it in the tool's `_meta`. `'required'`: a client
+ * without the extension gets -32021 and the tool does not run. `'preferred'`: such a client gets
+ * the result on its stream. (A tool can also decide as it runs, with `closeSSEStream`.)
+ *
+ * @example
+ * ```ts source="../../examples/core.examples.ts#taskTool"
+ * server.registerTool('export_archive', { _meta: taskTool('required') }, async (extra) => {
+ *   const url = await buildArchive(extra.signal); // the client polls tasks/get meanwhile
+ *   return { content: [{ type: 'text', text: url }] };
+ * });
+ * ```
+ */
+export function taskTool(mode: TaskMode): { [TASK_META_KEY]: TaskMode } {
+  return { [TASK_META_KEY]: mode };
+}
+
+/** Reads which tools are marked to run as tasks, through all pages of the server's tools/list. */
+async function listTaskModes(channel: ModernChannel): Promise<Map<string, TaskMode>> {
+  const modes = new Map<string, TaskMode>();
+  let cursor: string | undefined;
+  for (let page = 0; page < 100; page++) {
+    const result = await ask(channel, 'tools/list', cursor === undefined ? {} : { cursor });
+    for (const tool of (result.tools ?? []) as Array<{ name: string; _meta?: Record<string, unknown> }>) {
+      const mode = tool._meta?.[TASK_META_KEY];
+      if (mode === 'required' || mode === 'preferred') modes.set(tool.name, mode);
+    }
+    cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+    if (cursor === undefined) break;
+  }
+  return modes;
+}
+
+/** A request of mcp-kit's own to the server, answered through the channel. */
+function ask(channel: ModernChannel, method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    channel.request(
+      { jsonrpc: '2.0', id: 0, method, params },
+      {},
+      {
+        answer(message) {
+          const { result, error } = message as { result?: Record<string, unknown>; error?: { message: string } };
+          if (error) reject(new Error(`${method}: ${error.message}`));
+          else resolve(result ?? {});
+        },
+        related() {},
+      },
     );
   });
 }

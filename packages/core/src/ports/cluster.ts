@@ -49,6 +49,13 @@ export interface SessionCluster {
    * long tool call from another instance keeps its session alive.
    */
   activeElsewhere?(sessionId: string): Promise<boolean>;
+  /** Optional: this instance's id, as other instances name it (task records carry their owner's). */
+  readonly instanceId?: string;
+  /**
+   * Optional: whether an instance still beats. A task whose owning instance is gone is reported
+   * `failed` instead of `working` forever.
+   */
+  instanceAlive?(instanceId: string): Promise<boolean>;
   /** Stops heartbeats and gives up ownership; called by `McpHandler.close()` after the sessions closed. */
   close?(): void | Promise<void>;
 }

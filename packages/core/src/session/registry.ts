@@ -68,6 +68,7 @@ export class SessionRegistry {
       else if (sleepBefore !== undefined && session.lastActive <= sleepBefore && !session.hibernated) session.hibernate();
     }
     this.options.eventStore.sweep?.(now);
+    this.options.taskStore.sweep?.(now);
   }
 
   /** Sessions whose activity on other instances is being asked about. */

@@ -1,0 +1,205 @@
+import { randomId } from '../events/ids.js';
+import { reject, sendRejection, type Rejection } from '../http/errors.js';
+import { principalOf } from '../http/rules.js';
+import type { CoreRequest, CoreResponder } from '../ports/http.js';
+import type { JSONRPCRequest, MessageExtraInfo } from '../ports/mcp.js';
+import { TERMINAL_STATUSES, type TaskRecord, type TaskSignalListener } from '../ports/task-store.js';
+import { TaskStoreFullError } from '../tasks/memory-store.js';
+import { RunningTask } from '../tasks/running.js';
+import { asError } from '../util/errors.js';
+import type { EngineContext } from '../engine/context.js';
+import { TASKS_EXTENSION } from './discover.js';
+import type { Envelope } from './envelope.js';
+import type { Exchange } from './exchange.js';
+import { sendResult } from './results.js';
+import type { ModernServer } from './servers.js';
+
+/** Whether the client declared the Tasks extension on this request (SEP-2663: per request, nothing carries over). */
+export function declaresTasks(envelope: Envelope): boolean {
+  const extensions = envelope.clientCapabilities.extensions as Record<string, unknown> | undefined;
+  return typeof extensions === 'object' && extensions !== null && extensions[TASKS_EXTENSION] !== undefined;
+}
+
+/** -32021: the request needs the Tasks extension, which the client did not declare on it. */
+export function tasksRequired(what: string): Rejection {
+  const r = reject(
+    400,
+    -32021,
+    `Missing required client capability: ${what} needs the ${TASKS_EXTENSION} extension, which this request does not declare`,
+  );
+  r.data = { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } };
+  return r;
+}
+
+const NOT_FOUND = 'Task not found: the task id is unknown, expired or evicted';
+
+/**
+ * The Tasks extension (SEP-2663) for 2026-07-28 clients: turns a running `tools/call` into a task
+ * (a tool's `closeSSEStream`, or a tool marked to run as one), and answers `tasks/get`,
+ * `tasks/update` and `tasks/cancel` from the task store, for tasks running here or on any instance
+ * that shares the store. Tasks belong to the principal that created them.
+ */
+export class Tasks implements TaskSignalListener {
+  private readonly running = new Map<string, RunningTask>();
+
+  constructor(private readonly ctx: EngineContext) {
+    void Promise.resolve(ctx.options.taskStore.listen?.(this)).catch((error: unknown) =>
+      ctx.options.onError(asError(error, 'task store listen failed')),
+    );
+  }
+
+  // --- Signals from the store: what clients did, here or on another instance ------------------
+
+  answered(taskId: string, responses: Record<string, unknown>): void {
+    this.running.get(taskId)?.answered(responses);
+  }
+
+  cancelled(taskId: string, reason: string): void {
+    this.running.get(taskId)?.stop(reason);
+  }
+
+  changed(task: TaskRecord): void {
+    this.ctx.listeners.publishTask(task, detailed(task));
+  }
+
+  // --- Requests becoming tasks -----------------------------------------------------------------
+
+  /**
+   * Makes the request the server knows as `serverId` a task and answers its client with the task's
+   * handle once the store has it. `false` when it cannot: the request was already answered, or the
+   * store is full of running tasks (the call then stays on its stream).
+   */
+  start(
+    exchange: Exchange,
+    server: ModernServer,
+    serverId: number,
+    run: { request: JSONRPCRequest; extra: MessageExtraInfo; envelope: Envelope; req: CoreRequest },
+    pollIntervalMs: number,
+  ): boolean {
+    const { options } = this.ctx;
+    // Already a task (a tool that closes again), or already answered.
+    if (!exchange.pending) return false;
+    const now = Date.now();
+    const record: TaskRecord = {
+      taskId: randomId(),
+      principal: principalOf(run.req.authInfo),
+      status: 'working',
+      createdAt: now,
+      lastUpdatedAt: now,
+      ttlMs: options.taskTtlMs,
+      pollIntervalMs,
+      owner: this.ctx.instanceId,
+    };
+    let created: void | Promise<void>;
+    try {
+      created = options.taskStore.create(record);
+    } catch (error) {
+      if (!(error instanceof TaskStoreFullError)) options.onError(asError(error, 'task store create failed'));
+      return false;
+    }
+    if (!exchange.becomeTask()) return false;
+    const creation = Promise.resolve(created);
+    const task = new RunningTask(record.taskId, creation, {
+      store: options.taskStore,
+      channel: server.channel,
+      handshake: server.handshake,
+      clientCapabilities: run.envelope.clientCapabilities,
+      request: run.request,
+      extra: run.extra,
+      onError: options.onError,
+      done: (taskId) => this.running.delete(taskId),
+    });
+    task.serverId = serverId;
+    server.channel.rebind(serverId, task);
+    this.running.set(record.taskId, task);
+    creation.then(
+      () => exchange.handOff(createTaskResult(record)),
+      (error: unknown) => {
+        // The client cannot poll a task the store does not have: stop the tool, say why.
+        options.onError(asError(error, 'task store create failed'));
+        task.stop('the task could not be stored');
+        exchange.fail(-32603, 'Internal error: the task could not be stored; retry later');
+      },
+    );
+    return true;
+  }
+
+  // --- tasks/get, tasks/update, tasks/cancel ---------------------------------------------------
+
+  async serve(req: CoreRequest, res: CoreResponder, message: JSONRPCRequest, envelope: Envelope): Promise<void> {
+    const id = message.id;
+    if (!declaresTasks(envelope)) return sendRejection(res, tasksRequired(message.method), id);
+    const params = (message.params ?? {}) as { taskId?: unknown; inputResponses?: unknown };
+    if (typeof params.taskId !== 'string') return sendRejection(res, reject(400, -32602, 'Invalid params: taskId must be a string'), id);
+    const found = await this.find(params.taskId, principalOf(req.authInfo));
+    if (found === undefined) return sendRejection(res, reject(200, -32602, NOT_FOUND), id);
+    const store = this.ctx.options.taskStore;
+    if (message.method === 'tasks/get') return sendResult(res, id, detailed(found));
+    if (message.method === 'tasks/cancel') {
+      if (!TERMINAL_STATUSES.has(found.status)) await store.cancel(found.taskId, 'cancelled by the client');
+      return sendResult(res, id, { resultType: 'complete' });
+    }
+    const responses = params.inputResponses;
+    if (typeof responses !== 'object' || responses === null || Array.isArray(responses)) {
+      return sendRejection(res, reject(400, -32602, 'Invalid params: inputResponses must be an object'), id);
+    }
+    if (!TERMINAL_STATUSES.has(found.status)) await store.answer(found.taskId, responses as Record<string, unknown>);
+    sendResult(res, id, { resultType: 'complete' });
+  }
+
+  /** Stops every task running here (shutdown): they fail, as their instance is going away. */
+  close(): void {
+    for (const task of [...this.running.values()]) {
+      task.stop('the server shut down');
+      void Promise.resolve(
+        this.ctx.options.taskStore.update(task.taskId, {
+          status: 'failed',
+          error: { code: -32603, message: 'the server running this task shut down' },
+        }),
+      ).catch(() => {});
+    }
+  }
+
+  /**
+   * The task, if it exists and belongs to `principal`; another principal's task is as unknown as
+   * one that never existed. A task still running on an instance that is gone becomes `failed`.
+   */
+  private async find(taskId: string, principal: string | undefined): Promise<TaskRecord | undefined> {
+    const store = this.ctx.options.taskStore;
+    const task = await store.get(taskId);
+    if (!task || task.principal !== principal) return undefined;
+    if (TERMINAL_STATUSES.has(task.status) || task.owner === this.ctx.instanceId) return task;
+    const alive = await this.ctx.options.cluster?.instanceAlive?.(task.owner);
+    if (alive !== false) return task;
+    const error = { code: -32603, message: `the server instance running this task (${task.owner}) was lost; its work did not finish` };
+    await store.update(taskId, { status: 'failed', error, statusMessage: error.message });
+    return (await store.get(taskId)) ?? task;
+  }
+}
+
+/** What `tools/call` answers when it became a task (a flat `CreateTaskResult`). */
+function createTaskResult(task: TaskRecord): Record<string, unknown> {
+  return { resultType: 'task', ...taskFields(task) };
+}
+
+/** What `tasks/get` answers, and `notifications/tasks` carry: the task and what its status brings. */
+export function detailed(task: TaskRecord): Record<string, unknown> {
+  const out: Record<string, unknown> = { resultType: 'complete', ...taskFields(task) };
+  if (task.status === 'input_required' && task.inputRequests) out.inputRequests = task.inputRequests;
+  if (task.status === 'completed' && task.result) out.result = task.result;
+  if (task.status === 'failed' && task.error) out.error = task.error;
+  return out;
+}
+
+function taskFields(task: TaskRecord): Record<string, unknown> {
+  const fields: Record<string, unknown> = {
+    taskId: task.taskId,
+    status: task.status,
+    createdAt: new Date(task.createdAt).toISOString(),
+    lastUpdatedAt: new Date(task.lastUpdatedAt).toISOString(),
+    ttlMs: task.ttlMs,
+  };
+  if (task.statusMessage !== undefined) fields.statusMessage = task.statusMessage;
+  if (task.pollIntervalMs !== undefined) fields.pollIntervalMs = task.pollIntervalMs;
+  return fields;
+}
