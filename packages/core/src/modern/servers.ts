@@ -86,12 +86,13 @@ export class ModernServers {
     if (!server || typeof (server as { connect?: unknown }).connect !== 'function') {
       throw new TypeError('createMcpHandler: the `server` factory must return an McpServer (or SDK Server) with connect()');
     }
-    let built: ModernServer | undefined;
+    const holder: { built?: ModernServer } = {};
     const broadcast = (message: JSONRPCMessage) => {
       // The tools changed: their task marks may have too.
+      const built = holder.built;
       if (built && 'method' in message && message.method === 'notifications/tools/list_changed') {
         void listTaskModes(built.channel).then(
-          (modes) => (built!.taskModes = modes),
+          (modes) => (built.taskModes = modes),
           () => undefined,
         );
       }
@@ -105,8 +106,8 @@ export class ModernServers {
     const handshake = await handshakeWith(channel, envelope);
     const taskModes = handshake.capabilities.tools ? await listTaskModes(channel) : new Map<string, TaskMode>();
     if (major === 'v2') bindModernEra(server, envelope.protocolVersion);
-    self.server = { key, major, channel, handshake, taskModes, lastUsed: Date.now() };
-    return self.server;
+    holder.built = { key, major, channel, handshake, taskModes, lastUsed: Date.now() };
+    return holder.built;
   }
 
   /** Keeps at most `maxModernServers`, closing the least recently used idle ones. */
