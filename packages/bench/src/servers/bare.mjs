@@ -2,7 +2,8 @@
 // JSON.stringify per message) with no MCP logic: no schema validation, no McpServer, no rules. It
 // knows just enough of the benchmark's calls to answer them, and keeps every frame of a stream in
 // an array so the resume and polling workloads have something to replay. Like mcp-kit's node
-// bridge, it sends what one turn of the event loop wrote as one chunk when the turn ends.
+// bridge, it sends what one turn of the event loop wrote as one chunk when the turn ends. A
+// 2026-07-28 request (envelope in `_meta`) gets the canned tools/call result as one JSON body.
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import express from 'express';
@@ -12,6 +13,9 @@ import { BURST_PAYLOAD, BURST_YIELD_EVERY, benchEnv } from './tools.mjs';
 const env = benchEnv();
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' };
 const PROTOCOL_VERSION = '2025-11-25';
+/** A body whose `_meta` carries this key is a 2026-07-28 request: no session, one JSON answer. */
+const MODERN_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
+const MODERN_RESULT_META = { 'io.modelcontextprotocol/serverInfo': { name: 'bench-bare', version: '0.0.0' } };
 
 /** streamId → { frames: string[] (frames[i] has seq i + 1), out (the live connection), complete } */
 const streams = new Map();
@@ -136,6 +140,13 @@ async function post(req, res) {
   const message = JSON.parse(Buffer.concat(chunks).toString('utf8'));
   if (message.id === undefined) {
     res.writeHead(202).end();
+    return;
+  }
+  if (message.params?._meta?.[MODERN_VERSION_KEY] !== undefined) {
+    // The shape mcp-kit and the SDK answer a 2026 tools/call with (resultType, serverInfo).
+    const value = { ...text('This is a simple text response for testing.'), resultType: 'complete', _meta: MODERN_RESULT_META };
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(result(message.id, value)));
     return;
   }
   let sessionId = req.headers['mcp-session-id'];

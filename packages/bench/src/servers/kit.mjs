@@ -3,15 +3,17 @@ import { createMcpHandler, MemoryEventStore } from '@mcp-kit/core';
 import { eventId, messageEvent, randomId } from '@mcp-kit/core/internal';
 import { FILL_EVENTS_PER_STREAM, FILL_MESSAGE, FILL_STREAMS_PER_SESSION } from './control.mjs';
 import { benchEnv, createBenchServer } from './tools.mjs';
+import { createBenchServerV2 } from './tools-v2.mjs';
 
 /**
  * An mcp-kit handler with its defaults (memory event store, priming, keep-alives) and the same
- * retry hint as the SDK server. The store is created here only so `/bench/fill` can reach it.
+ * retry hint as the SDK server, serving the v1 bench server (or with BENCH_SDK=v2 the v2 one). The
+ * store is created here only so `/bench/fill` can reach it.
  */
 export function createKitHandler(name, env = benchEnv()) {
   const store = new MemoryEventStore(env.storeMaxBytes ? { maxBytes: env.storeMaxBytes } : {});
   const handler = createMcpHandler({
-    server: () => createBenchServer(name),
+    server: env.sdk === 'v2' ? () => createBenchServerV2(name) : () => createBenchServer(name),
     retryMs: env.retryMs,
     jsonResponse: env.json,
     eventStore: store,

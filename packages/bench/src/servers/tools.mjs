@@ -45,6 +45,8 @@ export function benchEnv(env = process.env) {
     storeMaxBytes: env.BENCH_STORE_MAX_BYTES ? Number(env.BENCH_STORE_MAX_BYTES) : undefined,
     // The memory workload opens 10,000 sessions; mcp-kit's default cap is exactly 10,000.
     maxSessions: Number(env.BENCH_MAX_SESSIONS ?? 20_000),
+    // mcp-kit only: which SDK major's McpServer it serves (`v1`: createBenchServer, `v2`: tools-v2.mjs).
+    sdk: env.BENCH_SDK === 'v2' ? 'v2' : 'v1',
     // mcp-kit only: hibernate idle sessions (off unless set).
     hibernateAfterMs: env.BENCH_HIBERNATE_MS === undefined ? undefined : Number(env.BENCH_HIBERNATE_MS),
   };

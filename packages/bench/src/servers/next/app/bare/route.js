@@ -1,7 +1,7 @@
 // The floor of a Next.js route: the same SSE frames as mcp-kit (priming event, `id:` per event,
 // one JSON.stringify per message) through a ReadableStream, one chunk per turn of the event loop
 // as mcp-kit's web bridge does, with no MCP logic. It answers just the calls of the throughput,
-// burst and memory workloads.
+// burst and memory workloads, and the 2026-07-28 tools/call of the modern one (one JSON body).
 import { randomBytes } from 'node:crypto';
 import { BURST_PAYLOAD, BURST_YIELD_EVERY, benchEnv } from '../../../tools.mjs';
 
@@ -12,6 +12,8 @@ const INIT_RESULT = {
   capabilities: { logging: {}, tools: { listChanged: true } },
   serverInfo: { name: 'bench-bare-next', version: '0.0.0' },
 };
+const MODERN_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
+const MODERN_RESULT_META = { 'io.modelcontextprotocol/serverInfo': { name: 'bench-bare-next', version: '0.0.0' } };
 const encoder = new TextEncoder();
 const text = (value) => ({ content: [{ type: 'text', text: value }] });
 /** Every frame is kept, as bare node:http and mcp-kit keep theirs for replay. */
@@ -20,6 +22,10 @@ const streams = new Map();
 export async function POST(request) {
   const message = await request.json();
   if (message.id === undefined) return new Response(null, { status: 202 });
+  if (message.params?._meta?.[MODERN_VERSION_KEY] !== undefined) {
+    const value = { ...text('This is a simple text response for testing.'), resultType: 'complete', _meta: MODERN_RESULT_META };
+    return Response.json({ result: value, jsonrpc: '2.0', id: message.id });
+  }
   const sessionId = message.method === 'initialize' ? randomBytes(16).toString('base64url') : request.headers.get('mcp-session-id');
   const respond = (value) => ({ result: value, jsonrpc: '2.0', id: message.id });
   if (env.json) {
