@@ -11,9 +11,10 @@ import { join } from 'node:path';
 import { hostCpu, loadOver, machine } from './machine.mjs';
 import { mcpServerHeapBytes } from './reference.mjs';
 import { renderMarkdown, renderTables } from './report.mjs';
-import { BENCH_ROOT, NEXT_DIR, SERVERS, nextBuilt, startServer } from './servers/spawn.mjs';
+import { BENCH_ROOT, NEXT_DIR, SERVERS, nextBuilt, serves, startServer } from './servers/spawn.mjs';
 import { burst } from './workloads/burst.mjs';
 import { memory } from './workloads/memory.mjs';
+import { modern } from './workloads/modern.mjs';
 import { polling } from './workloads/polling.mjs';
 import { resume } from './workloads/resume.mjs';
 import { throughput } from './workloads/throughput.mjs';
@@ -30,6 +31,7 @@ const FULL = {
   // settleMs: V8 hands freed heap pages back only after some idle seconds; read RSS after that.
   memory: { sessions: 1_000, streams: 10_000, settleMs: 10_000 },
   polling: { clients: 16, steps: 2_000, intervalMs: 1, closeEvery: 1, retryMs: 0 },
+  modern: { inFlight: 64, warmupMs: 3_000, durationMs: 10_000, rounds: 3 },
 };
 
 /** Every code path once, in a minute or two: for CI, which checks that the benchmark runs, never a timing. */
@@ -39,6 +41,7 @@ const SHORT = {
   resume: { sizes: [10_000], samples: 10, warmups: 2, budgetMs: 5_000, minSamples: 3 },
   memory: { sessions: 100, streams: 200, settleMs: 0 },
   polling: { clients: 4, steps: 200, intervalMs: 1, closeEvery: 1, retryMs: 0 },
+  modern: { inFlight: 64, warmupMs: 300, durationMs: 1_000, rounds: 1 },
 };
 
 /** Each workload gets fresh server processes started with these settings (see servers/tools.mjs). */
@@ -65,6 +68,16 @@ const WORKLOADS = [
   { name: 'memory', env: {}, floors: true, run: (h, c) => memory(h, c.memory) },
   // The client comes back right away, so the run measures how fast the server cycles resumes.
   { name: 'polling', env: { BENCH_RETRY_MS: '0' }, run: (h, c) => polling(h, c.polling) },
+  // 2026-07-28 clients: no sessions; only servers that serve the modern era take part.
+  {
+    name: 'modern',
+    era: 'modern',
+    env: {},
+    floors: true,
+    rounds: (c) => c.modern.rounds,
+    median: 'callsPerSec',
+    run: (h, c) => modern(h, c.modern),
+  },
 ];
 
 function parseArgs(argv) {
@@ -163,8 +176,7 @@ async function main() {
     const byRound = {};
     for (let round = 1; round <= rounds; round++)
       for (const server of servers) {
-        if (server.floor && !workload.floors) continue;
-        if (server.only && !server.only.includes(workload.name)) continue;
+        if (!serves(server, workload)) continue;
         const env = { ...workload.env };
         if (args.cpuProf)
           env.NODE_FLAGS = [
@@ -172,7 +184,7 @@ async function main() {
             `--cpu-prof-dir=${profileDir}`,
             `--cpu-prof-name=${workload.name}-${server.name}-${Date.now()}.cpuprofile`,
           ];
-        process.stdout.write(`  ${workload.name.padEnd(10)} ${server.name.padEnd(12)}${rounds > 1 ? ` (round ${round}/${rounds})` : ''} `);
+        process.stdout.write(`  ${workload.name.padEnd(10)} ${server.name.padEnd(22)}${rounds > 1 ? ` (round ${round}/${rounds})` : ''} `);
         const started = Date.now();
         let handle;
         try {
@@ -198,7 +210,7 @@ async function main() {
     run.load[workload.name] = loadOver(before, hostCpu(), own);
   }
   run.load.total = loadOver(runHost, hostCpu(), runOwn);
-  run.reference = { mcpServerHeapBytes: await mcpServerHeapBytes() };
+  run.reference = { mcpServerHeapBytes: await mcpServerHeapBytes('v1'), mcpServerV2HeapBytes: await mcpServerHeapBytes('v2') };
   run.finishedAt = new Date().toISOString();
 
   const tables = renderTables(run);

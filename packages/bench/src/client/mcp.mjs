@@ -10,6 +10,14 @@ const POST_HEADERS = {
   'mcp-protocol-version': PROTOCOL_VERSION,
 };
 
+/** A 2026-07-28 client: no session; the envelope in every request's `_meta`, routing in headers. */
+export const MODERN_PROTOCOL_VERSION = '2026-07-28';
+const MODERN_ENVELOPE = {
+  'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL_VERSION,
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'mcp-kit-bench', version: '0.0.0' },
+};
+
 /** One SSE event block, parsed. */
 export function parseEvent(block) {
   let id;
@@ -62,6 +70,9 @@ export class McpHttp {
     this.origin = origin;
     this.pool = new Pool(origin, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 });
     this.path = path;
+    this.nextModernId = 1;
+    /** tool name → the headers of a 2026 tools/call of it. */
+    this.modernHeaders = new Map();
   }
 
   close() {
@@ -88,6 +99,22 @@ export class McpHttp {
   callTool(session, name, args = {}, onBlock) {
     const body = JSON.stringify({ jsonrpc: '2.0', id: session.nextId++, method: 'tools/call', params: { name, arguments: args } });
     return this.post(session, body, onBlock);
+  }
+
+  /** tools/call as a 2026-07-28 client sends it: `_meta` envelope, `Mcp-Method` and `Mcp-Name`. */
+  callToolModern(name, args = {}) {
+    let headers = this.modernHeaders.get(name);
+    if (headers === undefined) {
+      headers = { ...POST_HEADERS, 'mcp-protocol-version': MODERN_PROTOCOL_VERSION, 'mcp-method': 'tools/call', 'mcp-name': name };
+      this.modernHeaders.set(name, headers);
+    }
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: this.nextModernId++,
+      method: 'tools/call',
+      params: { name, arguments: args, _meta: MODERN_ENVELOPE },
+    });
+    return this.send(headers, body);
   }
 
   /**
@@ -132,8 +159,12 @@ export class McpHttp {
    * POSTs `body`; reads an SSE or JSON answer to its end. `onBlock(block)` sees each SSE event
    * block as it arrives. Resolves with status, session id, bytes, event count, the response text.
    */
-  async post(session, body, onBlock) {
-    const headers = session ? { ...POST_HEADERS, 'mcp-session-id': session.id } : POST_HEADERS;
+  post(session, body, onBlock) {
+    return this.send(session ? { ...POST_HEADERS, 'mcp-session-id': session.id } : POST_HEADERS, body, onBlock);
+  }
+
+  /** POSTs `body` with `headers`; see {@link post}. */
+  async send(headers, body, onBlock) {
     const out = {
       status: 0,
       sessionId: undefined,

@@ -13,17 +13,42 @@ const NODE_FLAGS = ['--expose-gc'];
 /**
  * The servers of one run. `next` is the bench's own Next.js app (`src/servers/next`), served by
  * `next start` once `next build` has produced it. A `floor` is the bare handler on a framework:
- * what the framework itself costs, run in the throughput, burst and memory workloads only. `only`
- * limits a server to the workloads it is there for.
+ * what the framework itself costs, run only in the workloads that have `floors`. `only` limits a
+ * server to the workloads it is there for; `eras` to the protocol eras it serves (default both:
+ * `legacy` workloads open 2025 sessions, `modern` ones send 2026-07-28 requests).
  */
 export const SERVERS = [
   { name: 'bare', label: 'bare node:http', script: 'bare.mjs' },
-  { name: 'sdk', label: 'SDK transport (Express)', script: 'sdk.mjs' },
+  { name: 'sdk', label: 'SDK v1 transport (Express)', script: 'sdk.mjs', eras: ['legacy'] },
+  { name: 'sdk-v2', label: 'SDK v2 transport (Express)', script: 'sdk-v2.mjs', eras: ['legacy'] },
+  { name: 'sdk-v2-handler', label: 'SDK v2 createMcpHandler (node:http)', script: 'sdk-v2-handler.mjs', eras: ['modern'] },
+  {
+    name: 'sdk-v2-handler-express',
+    label: 'SDK v2 createMcpHandler (Express)',
+    script: 'sdk-v2-handler.mjs',
+    env: { BENCH_FRAMEWORK: 'express' },
+    eras: ['modern'],
+  },
   { name: 'kit-express', label: 'mcp-kit Express', script: 'kit-express.mjs', floorName: 'bare-express' },
   { name: 'kit-koa', label: 'mcp-kit Koa', script: 'kit-koa.mjs' },
   { name: 'kit-next', label: 'mcp-kit Next (next start)', next: true, floorName: 'bare-next' },
   // MCP routed before Express (`mcpFirst`), the rest of the app on Express. Per-call workloads only.
-  { name: 'kit-express-first', label: 'mcp-kit Express, mcpFirst', script: 'kit-express-first.mjs', only: ['throughput', 'json', 'burst'] },
+  {
+    name: 'kit-express-first',
+    label: 'mcp-kit Express, mcpFirst',
+    script: 'kit-express-first.mjs',
+    only: ['throughput', 'json', 'burst', 'modern'],
+  },
+  // mcp-kit Express serving the v2 McpServer of the SDK v2 rows (tools-v2.mjs): the same server
+  // behind both transports, so the ratio to them is the transport's alone.
+  {
+    name: 'kit-express-v2',
+    label: 'mcp-kit Express, SDK v2 server',
+    script: 'kit-express.mjs',
+    env: { BENCH_SDK: 'v2' },
+    only: ['throughput', 'json', 'burst', 'modern'],
+    floorName: 'bare-express',
+  },
   // The same Express server with hibernation on: idle sessions let their McpServer go. Memory only.
   {
     name: 'kit-express-hibernate',
@@ -36,6 +61,13 @@ export const SERVERS = [
   { name: 'bare-express', label: 'floor: bare on Express', script: 'bare.mjs', env: { BARE_FRAMEWORK: 'express' }, floor: true },
   { name: 'bare-next', label: 'floor: bare Next route', next: true, path: '/bare', floor: true },
 ];
+
+/** Whether `server` takes part in `workload` (see SERVERS and cli.mjs's WORKLOADS). */
+export function serves(server, workload) {
+  if (server.floor && !workload.floors) return false;
+  if (server.only && !server.only.includes(workload.name)) return false;
+  return (server.eras ?? ['legacy', 'modern']).includes(workload.era ?? 'legacy');
+}
 
 export const NEXT_DIR = join(here, 'next');
 
