@@ -6,7 +6,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { closeSSEStream, taskTool, type McpHandlerOptions } from '@mcp-kit/core';
+import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { createFixtureServer } from '@mcp-kit/fixtures';
+import { registerTaskToolsV1 } from '../../packages/fixtures/src/tasks/v1.js';
+import { registerTaskToolsV2 } from '../../packages/fixtures/src/tasks/v2.js';
 import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
 import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
 import { errorOf } from '../support/sse.js';
@@ -135,5 +138,105 @@ describe.each(inProcessAdapters)('tasks: $name', (adapter) => {
     await start();
     const { answer } = await taskRequest(sut.url, 13, 'server/discover', {});
     expect(answer.result.capabilities.extensions).toEqual({ [TASKS]: {} });
+  });
+});
+
+/** The conformance suite's task tools, on a server of each SDK major with nothing else. */
+const majors = [
+  {
+    name: 'SDK v1',
+    server: () => {
+      const s = new McpServer({ name: 'tasks-v1', version: '1.0.0' }, { capabilities: { tools: {} } });
+      registerTaskToolsV1(s);
+      return s;
+    },
+  },
+  {
+    name: 'SDK v2',
+    server: () => {
+      const s = new McpServerV2({ name: 'tasks-v2', version: '1.0.0' }, { capabilities: { tools: {} } });
+      registerTaskToolsV2(s);
+      return s;
+    },
+  },
+];
+
+describe.each(majors)('task tools on $name', ({ server }) => {
+  let sut: ServerUnderTest;
+  afterEach(async () => {
+    await sut.close();
+  });
+  const caps = { elicitation: {}, sampling: {} };
+
+  it('failing_job completes with isError; protocol_error_job fails with the JSON-RPC error; greet never becomes a task', async () => {
+    sut = await inProcessAdapters[0]!.start({ server });
+    const failing = (await call(sut.url, 1, 'failing_job', {}, withTasks(caps))).answer.result;
+    const protocol = (await call(sut.url, 2, 'protocol_error_job', {}, withTasks(caps))).answer.result;
+    expect([failing.resultType, protocol.resultType]).toEqual(['task', 'task']);
+    const f = await pollUntil(sut.url, failing.taskId, (t) => t.status !== 'working');
+    expect(f).toMatchObject({ status: 'completed', result: { isError: true, content: [{ text: 'simulated failure: job crashed' }] } });
+    const p = await pollUntil(sut.url, protocol.taskId, (t) => t.status !== 'working');
+    expect(p).toMatchObject({ status: 'failed', error: { code: -32603, message: expect.any(String) } });
+    expect(p).not.toHaveProperty('result');
+    const greet = (await call(sut.url, 3, 'greet', { name: 'sep-2243' }, withTasks(caps))).answer.result;
+    expect(greet).toMatchObject({ resultType: 'complete', content: [{ text: 'Hello, sep-2243!' }] });
+  });
+
+  it('slow_compute is a task with the extension, inline without; a cancel settles it cancelled', async () => {
+    sut = await inProcessAdapters[0]!.start({ server });
+    const inline = (await call(sut.url, 1, 'slow_compute', { seconds: 0, label: 'x' }, envelope())).answer.result;
+    expect(inline.content[0].text).toBe('Computation "x" completed after 0 seconds. Result: 42.');
+    const task = (await call(sut.url, 2, 'slow_compute', { seconds: 60, label: 'y' }, withTasks(caps))).answer.result;
+    expect(task.status).toBe('working');
+    await taskRequest(sut.url, 3, 'tasks/cancel', { taskId: task.taskId });
+    expect((await pollUntil(sut.url, task.taskId, () => true)).status).toBe('cancelled');
+  });
+
+  it('confirm_delete asks, tasks/update answers, the task completes; multi_input takes its answers one at a time', async () => {
+    sut = await inProcessAdapters[0]!.start({ server });
+    const del = (await call(sut.url, 1, 'confirm_delete', { filename: 'a.txt' }, withTasks(caps))).answer.result;
+    const asking = await pollUntil(sut.url, del.taskId, (t) => t.status === 'input_required');
+    const key = Object.keys(asking.inputRequests)[0]!;
+    expect(asking.inputRequests[key]).toMatchObject({ method: 'elicitation/create', params: { message: "Delete 'a.txt'?" } });
+    await taskRequest(sut.url, 2, 'tasks/update', {
+      taskId: del.taskId,
+      inputResponses: { [key]: { action: 'accept', content: { confirm: true } } },
+    });
+    expect((await pollUntil(sut.url, del.taskId, (t) => t.status === 'completed')).result.content[0].text).toBe("deleted 'a.txt'");
+
+    const multi = (await call(sut.url, 3, 'multi_input', {}, withTasks(caps))).answer.result;
+    const both = await pollUntil(sut.url, multi.taskId, (t) => t.status === 'input_required' && Object.keys(t.inputRequests).length === 2);
+    const [k1, k2] = Object.keys(both.inputRequests) as [string, string];
+    await taskRequest(sut.url, 4, 'tasks/update', {
+      taskId: multi.taskId,
+      inputResponses: { [k1]: { action: 'accept', content: { name: 'partial-1', confirm: true } } },
+    });
+    const one = (await taskRequest(sut.url, 5, 'tasks/get', { taskId: multi.taskId })).answer.result;
+    expect(one.status).toBe('input_required');
+    expect(Object.keys(one.inputRequests)).toEqual([k2]);
+    await taskRequest(sut.url, 6, 'tasks/update', {
+      taskId: multi.taskId,
+      inputResponses: { [k2]: { action: 'accept', content: { name: 'partial-2', confirm: true } } },
+    });
+    expect((await pollUntil(sut.url, multi.taskId, (t) => t.status === 'completed')).status).toBe('completed');
+  });
+
+  it('test_tool_with_task asks synchronously first (no task), then becomes a task with the answer', async () => {
+    sut = await inProcessAdapters[0]!.start({ server });
+    const meta = withTasks({ elicitation: {} });
+    const first = (await call(sut.url, 1, 'test_tool_with_task', {}, meta)).answer.result;
+    expect(first.resultType).toBe('input_required');
+    expect(first).not.toHaveProperty('taskId');
+    const key = Object.keys(first.inputRequests)[0]!;
+    const body = modernRequest(
+      2,
+      'tools/call',
+      { name: 'test_tool_with_task', arguments: {}, inputResponses: { [key]: { action: 'accept', content: { name: 'Alice' } } } },
+      meta,
+    );
+    const second = (await modernAnswer(await modernPost(sut.url, body))).answer.result;
+    expect(second.resultType).toBe('task');
+    expect(second).not.toHaveProperty('requestState');
+    expect((await pollUntil(sut.url, second.taskId, (t) => t.status === 'completed')).result.content[0].text).toMatch(/Alice/);
   });
 });

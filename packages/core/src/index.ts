@@ -10,6 +10,7 @@ export { MemoryEventStore } from './events/memory.js';
 export { MemoryTaskStore, TaskStoreFullError } from './tasks/memory-store.js';
 export type { MemoryTaskStoreOptions } from './tasks/memory-store.js';
 export { taskTool, TASK_META_KEY } from './modern/servers.js';
+export { protocolError, ERROR_META_KEY } from './modern/results.js';
 export type { TaskMode } from './modern/servers.js';
 export type { MemoryEventStoreOptions } from './events/memory.js';
 export { handleNodeRequest } from './bridges/node/index.js';

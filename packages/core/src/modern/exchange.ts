@@ -4,7 +4,7 @@ import { SseConnection } from '../streams/connection.js';
 import { JSON_HEADERS, messageEvent, SSE_HEADERS } from '../streams/frames.js';
 import type { Reply } from './channel.js';
 import { LOG_LEVELS, type Envelope, type LogLevel } from './envelope.js';
-import { httpStatusOf, missingCapabilities, missingCapabilityError, recodeError, stampResult } from './results.js';
+import { errorInResult, httpStatusOf, missingCapabilities, missingCapabilityError, recodeError, stampResult } from './results.js';
 import type { Handshake } from './servers.js';
 
 /** What an exchange needs besides its request. */
@@ -45,9 +45,10 @@ export class Exchange implements Reply {
       stampResult(this.method, out.result, this.ctx.handshake);
       const missing = missingCapabilities(out.result, this.envelope.clientCapabilities);
       // SEP-2322: an input request the client cannot answer is not sent; the client hears why.
-      if (missing) {
+      const error = missing ? missingCapabilityError(missing) : errorInResult(out.result);
+      if (error) {
         delete out.result;
-        out.error = missingCapabilityError(missing);
+        out.error = error;
       }
     } else if (out.error) recodeError(out.error);
     const json = JSON.stringify(out);

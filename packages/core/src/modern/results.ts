@@ -87,3 +87,29 @@ export function missingCapabilityError(missing: Record<string, object>): { code:
 export function sendResult(res: CoreResponder, id: string | number, result: Record<string, unknown>): void {
   res.send(200, JSON_HEADERS, JSON.stringify({ jsonrpc: '2.0', id, result }));
 }
+
+/** The `_meta` key of a tool result that stands for a JSON-RPC error (see {@link protocolError}). */
+export const ERROR_META_KEY = 'mcp-kit/error';
+
+/**
+ * A tool result that stands for a JSON-RPC error. Both SDKs turn whatever a tool throws into a
+ * result with `isError: true` (a tool error the model may read); a tool that must fail the
+ * request itself (a protocol error: a task then ends `failed`, not `completed`) returns this. For
+ * 2026-07-28 clients mcp-kit answers with the error; a 2025 session gets the `isError` result.
+ */
+export function protocolError(error: { code: number; message: string; data?: unknown }): {
+  content: Array<{ type: 'text'; text: string }>;
+  isError: true;
+  _meta: Record<string, unknown>;
+} {
+  return { content: [{ type: 'text', text: error.message }], isError: true, _meta: { [ERROR_META_KEY]: error } };
+}
+
+/** The JSON-RPC error a tool result stands for, if it is one made by {@link protocolError}. */
+export function errorInResult(result: Record<string, unknown>): { code: number; message: string; data?: unknown } | undefined {
+  if (result.isError !== true) return undefined;
+  const error = (result._meta as Record<string, unknown> | undefined)?.[ERROR_META_KEY] as
+    { code?: unknown; message?: unknown } | undefined;
+  if (!error || typeof error.code !== 'number' || typeof error.message !== 'string') return undefined;
+  return error as { code: number; message: string; data?: unknown };
+}

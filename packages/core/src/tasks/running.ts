@@ -1,7 +1,7 @@
 import type { JSONRPCMessage, JSONRPCRequest, MessageExtraInfo, RequestId } from '../ports/mcp.js';
 import type { InputRequest, TaskChange, TaskStore } from '../ports/task-store.js';
 import type { ModernChannel, Reply } from '../modern/channel.js';
-import { missingCapabilities, missingCapabilityError, stampResult } from '../modern/results.js';
+import { errorInResult, missingCapabilities, missingCapabilityError, stampResult } from '../modern/results.js';
 import type { Handshake } from '../modern/servers.js';
 import { asError } from '../util/errors.js';
 
@@ -58,6 +58,8 @@ export class RunningTask implements Reply {
     const { result, error } = message as { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } };
     if (error) return this.finish({ status: 'failed', error, statusMessage: error.message });
     const outcome = result ?? {};
+    const failure = errorInResult(outcome);
+    if (failure) return this.finish({ status: 'failed', error: failure, statusMessage: failure.message });
     stampResult('tools/call', outcome, this.ctx.handshake);
     if (outcome.resultType === 'input_required') return this.askRound(outcome);
     this.finish({ status: 'completed', result: outcome });
