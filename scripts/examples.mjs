@@ -23,6 +23,8 @@ const CLOSE = /^\s*\* ```\s*$/;
 function sources(dir) {
   const out = [];
   for (const name of readdirSync(dir)) {
+    // Build output (.next, dist) and dependencies hold generated comments, not ours.
+    if (name.startsWith('.') || name === 'node_modules' || name === 'dist') continue;
     const full = path.join(dir, name);
     if (statSync(full).isDirectory()) out.push(...sources(full));
     else if (name.endsWith('.ts')) out.push(full);
