@@ -9,7 +9,12 @@ declare const podIp: string;
 export function createRedisScaleOutExample(): void {
   //#region createRedisScaleOut
   const redis = createRedisScaleOut({ url: process.env.REDIS_URL, internalUrl: `http://${podIp}:3000/mcp` });
-  const mcp = createMcpHandler({ server: () => buildServer(), eventStore: redis.eventStore, cluster: redis.cluster });
+  const mcp = createMcpHandler({
+    server: () => buildServer(),
+    eventStore: redis.eventStore,
+    cluster: redis.cluster,
+    taskStore: redis.taskStore,
+  });
   //#endregion createRedisScaleOut
   void mcp;
 }

@@ -168,6 +168,11 @@ export class RedisSessionCluster implements SessionCluster {
     if (this.ownsClient) await this.client.quit().catch(() => this.client.disconnect());
   }
 
+  /** Whether an instance has beaten within its TTL (a task whose owner is gone fails); cached for half a heartbeat. */
+  instanceAlive(instanceId: string): Promise<boolean> {
+    return instanceId === this.instanceId ? Promise.resolve(!this.closed) : this.isAlive(instanceId);
+  }
+
   /** Whether an instance has beaten within its TTL; answers are cached for half a heartbeat. */
   private async isAlive(instanceId: string): Promise<boolean> {
     const now = Date.now();

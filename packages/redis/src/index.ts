@@ -1,6 +1,8 @@
 export { RedisEventStore } from './store.js';
 export type { RedisEventStoreOptions } from './store.js';
 export { RedisSessionCluster } from './cluster.js';
+export { RedisTaskStore } from './tasks.js';
+export type { RedisTaskStoreOptions } from './tasks.js';
 export type { RedisSessionClusterOptions } from './cluster.js';
 export { createRedisScaleOut } from './scale-out.js';
 export type { RedisScaleOut, RedisScaleOutOptions } from './scale-out.js';

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { createRedisClient, whenReady } from './client.js';
 import { RedisSessionCluster, type RedisSessionClusterOptions } from './cluster.js';
 import { RedisEventStore, type RedisEventStoreOptions } from './store.js';
+import { RedisTaskStore, type RedisTaskStoreOptions } from './tasks.js';
 
 export interface RedisScaleOutOptions
   extends Omit<RedisEventStoreOptions, 'client' | 'url'>, Omit<RedisSessionClusterOptions, 'client' | 'url'> {
@@ -16,6 +17,8 @@ export interface RedisScaleOut {
   eventStore: RedisEventStore;
   /** Pass as `createMcpHandler({ cluster })`. */
   cluster: RedisSessionCluster;
+  /** Pass as `createMcpHandler({ taskStore })`: tasks any instance can answer for. */
+  taskStore: RedisTaskStore;
   /** The shared command connection (live tails use one more). */
   client: Redis;
   /** Resolves once Redis answers; until then requests that need it get 503s. */
@@ -30,7 +33,12 @@ export interface RedisScaleOut {
  * @example
  * ```ts source="../examples/redis.examples.ts#createRedisScaleOut"
  * const redis = createRedisScaleOut({ url: process.env.REDIS_URL, internalUrl: `http://${podIp}:3000/mcp` });
- * const mcp = createMcpHandler({ server: () => buildServer(), eventStore: redis.eventStore, cluster: redis.cluster });
+ * const mcp = createMcpHandler({
+ *   server: () => buildServer(),
+ *   eventStore: redis.eventStore,
+ *   cluster: redis.cluster,
+ *   taskStore: redis.taskStore,
+ * });
  * ```
  */
 export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOut {
@@ -41,6 +49,7 @@ export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOu
     options.client ?? createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit' });
   // The handler closes the cluster first, then the store: the store closes the shared connection.
   const cluster = new RedisSessionCluster({ ...options, client, ownsClient: false });
+  const taskStore = new RedisTaskStore({ ...options, client, ownsClient: false });
   const eventStore = new RedisEventStore({ ...options, client, ownsClient: owns });
-  return { eventStore, cluster, client, ready: (timeoutMs) => whenReady(client, timeoutMs) };
+  return { eventStore, cluster, taskStore, client, ready: (timeoutMs) => whenReady(client, timeoutMs) };
 }

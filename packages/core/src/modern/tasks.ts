@@ -43,7 +43,7 @@ export class Tasks implements TaskSignalListener {
   private readonly running = new Map<string, RunningTask>();
 
   constructor(private readonly ctx: EngineContext) {
-    void Promise.resolve(ctx.options.taskStore.listen?.(this)).catch((error: unknown) =>
+    void Promise.resolve(ctx.options.taskStore.listen?.(ctx.instanceId, this)).catch((error: unknown) =>
       ctx.options.onError(asError(error, 'task store listen failed')),
     );
   }

@@ -30,11 +30,11 @@ export interface TaskStore {
    */
   cancel(taskId: string, reason: string): boolean | Promise<boolean>;
   /**
-   * The owner's line for what clients do to its running tasks on any instance (answers, cancels),
-   * and anybody's for status changes (`notifications/tasks`). Optional: a store without it is
-   * local to one instance, and the engine calls the owner directly.
+   * The line from the store to this instance (`instanceId`, the `owner` of the tasks it runs): what
+   * clients do to its running tasks on any instance (answers, cancels), and status changes seen
+   * here (`notifications/tasks`). Called once by the engine.
    */
-  listen?(listener: TaskSignalListener): void | Promise<void>;
+  listen?(instanceId: string, listener: TaskSignalListener): void | Promise<void>;
   /** Optional: evicts expired tasks now; the handler calls it periodically. */
   sweep?(now: number): void;
   /** Optional: releases timers and connections. */

@@ -67,7 +67,9 @@ export class MemoryTaskStore implements TaskStore {
     const entry = this.tasks.get(taskId);
     if (!entry || TERMINAL_STATUSES.has(entry.record.status)) return false;
     Object.assign(entry.record, change, { lastUpdatedAt: this.now() });
-    if (change.inputRequests !== undefined && Object.keys(change.inputRequests).length === 0) delete entry.record.inputRequests;
+    // Questions end with the answers to them, or with the task.
+    const noQuestions = change.inputRequests !== undefined && Object.keys(change.inputRequests).length === 0;
+    if (noQuestions || TERMINAL_STATUSES.has(entry.record.status)) delete entry.record.inputRequests;
     this.resize(entry);
     this.listener?.changed?.({ ...entry.record });
     return true;
@@ -106,7 +108,7 @@ export class MemoryTaskStore implements TaskStore {
     return true;
   }
 
-  listen(listener: TaskSignalListener): void {
+  listen(_instanceId: string, listener: TaskSignalListener): void {
     this.listener = listener;
   }
 
