@@ -5,7 +5,10 @@ import { RedisEventStore, type RedisEventStoreOptions } from './store.js';
 import { RedisTaskStore, type RedisTaskStoreOptions } from './tasks.js';
 
 export interface RedisScaleOutOptions
-  extends Omit<RedisEventStoreOptions, 'client' | 'url'>, Omit<RedisSessionClusterOptions, 'client' | 'url'> {
+  extends
+    Omit<RedisEventStoreOptions, 'client' | 'url'>,
+    Omit<RedisSessionClusterOptions, 'client' | 'url'>,
+    Omit<RedisTaskStoreOptions, 'client' | 'url'> {
   /** Redis to connect to, e.g. `process.env.REDIS_URL`. Give this or `client`. */
   url?: string;
   /** An ioredis client to share instead of `url`; not closed by `McpHandler.close()`. */

@@ -1,6 +1,6 @@
 import { LATEST_LEGACY_VERSION, type JSONRPCMessage } from '../ports/mcp.js';
 import { ErrorCode, reject, sendRejection, unavailable } from '../http/errors.js';
-import { allowsBatches, parseMessages, type ParsedBody } from '../http/messages.js';
+import { allowsBatches, parseMessages, readableId, type ParsedBody } from '../http/messages.js';
 import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import { forward } from '../remote/forward.js';
@@ -27,8 +27,9 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   if (!read.ok) return sendRejection(res, read);
   const body = read.body;
   const era = classifyPost(body, req.headers);
-  if (typeof era !== 'string') return sendRejection(res, era);
-  if (!ctx.options.eras[era]) return sendRejection(res, eraNotServed(era, body, req.headers));
+  // These refuse the request before any session or server sees it: its id may be echoed.
+  if (typeof era !== 'string') return sendRejection(res, era, readableId(body));
+  if (!ctx.options.eras[era]) return sendRejection(res, eraNotServed(era, body, req.headers), readableId(body));
   if (era === 'modern') return serveModern(ctx, req, res, body);
   if (ctx.options.stateless) return serveStateless(ctx, req, res, body);
   if (isInitialize(body)) return serveInitialize(ctx, req, res, body);

@@ -130,3 +130,10 @@ function isRequestId(id: unknown): boolean {
 export function allowsBatches(protocolVersion: string): boolean {
   return protocolVersion < '2025-06-18';
 }
+
+/** The id of a single message, when it has a valid one: an error answer about it may echo it. */
+export function readableId(body: unknown): string | number | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const id = (body as { id?: unknown }).id;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)) ? id : undefined;
+}

@@ -1,6 +1,6 @@
 import type { JSONRPCRequest } from '../ports/mcp.js';
 import { ErrorCode, reject, sendRejection, type Rejection } from '../http/errors.js';
-import { parseMessages } from '../http/messages.js';
+import { parseMessages, readableId } from '../http/messages.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import { principalOf } from '../http/rules.js';
 import { messageExtra, requestInfoOf } from '../sdk/extra.js';
@@ -42,7 +42,7 @@ interface ModernRequest {
  */
 export async function serveModern(ctx: EngineContext, req: CoreRequest, res: CoreResponder, body: unknown): Promise<void> {
   const checked = checkModernRequest(req, body);
-  if ('ok' in checked) return sendRejection(res, checked, idOf(body));
+  if ('ok' in checked) return sendRejection(res, checked, readableId(body));
   const { message, envelope } = checked;
   // A notification of this era has nothing to answer (cancellation is a closed stream on HTTP).
   if (!('id' in message)) return res.send(202, {}, undefined);
@@ -137,10 +137,4 @@ function listen(
 
 function notFound(method: string): Rejection {
   return reject(404, ModernErrorCode.MethodNotFound, `Method not found: ${method} is not part of protocol revision 2026-07-28`);
-}
-
-/** The request's id, when the body has a readable one: an error answer echoes it. */
-function idOf(body: unknown): string | number | undefined {
-  const id = (body as { id?: unknown } | null)?.id;
-  return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)) ? id : undefined;
 }
