@@ -45,11 +45,12 @@ async function connect(url: string, mode: Mode) {
   return { client, wire, steps };
 }
 
-/** Calls long_task asking for progress and (on 2026, where it is opt-in per request) logs. */
-async function longTask(client: Client, args: Record<string, number>) {
+/** Calls long_task asking for progress and (on 2026, where it is opt-in per request) logs at `logLevel` (null: none). */
+async function longTask(client: Client, args: Record<string, number>, logLevel: string | null = 'info') {
   const progress: number[] = [];
+  const _meta = logLevel === null ? undefined : { 'io.modelcontextprotocol/logLevel': logLevel };
   const result = await client.callTool(
-    { name: 'long_task', arguments: args, _meta: { 'io.modelcontextprotocol/logLevel': 'info' } },
+    { name: 'long_task', arguments: args, _meta },
     { onprogress: (p) => progress.push(p.progress), timeout: 20_000 },
   );
   return { result, progress };
@@ -97,6 +98,33 @@ describe.each(fixtures)('$name', (fixture) => {
           expect(wire.posted('tools/call')).toHaveLength(1);
           expect(wire.responsesTo(call!.body.id)).toHaveLength(1);
           expectModernWire(wire);
+        });
+
+        it('two clients calling at once (both with request id 0) each get only their own notifications and result', async () => {
+          const a = await connect(sut.url, mode);
+          const b = await connect(sut.url, mode);
+          clients.push(a.client, b.client);
+          const [ra, rb] = await Promise.all([
+            longTask(a.client, { steps: 8, intervalMs: 5 }),
+            longTask(b.client, { steps: 5, intervalMs: 8 }),
+          ]);
+          expect(a.wire.posted('tools/call')[0]!.body.id).toBe(b.wire.posted('tools/call')[0]!.body.id);
+          expect(ra.result.content).toEqual(completed(8));
+          expect(rb.result.content).toEqual(completed(5));
+          expect(ra.progress).toEqual(oneTo(8));
+          expect(rb.progress).toEqual(oneTo(5));
+          expect(a.steps).toEqual(oneTo(8));
+          expect(b.steps).toEqual(oneTo(5));
+        });
+
+        it('long_task without an envelope logLevel: progress only, no log notification on the wire', async () => {
+          const { client, wire, steps } = await connect(sut.url, mode);
+          clients.push(client);
+          const { result, progress } = await longTask(client, STREAMED_TASK, null);
+          expect(result.content).toEqual(completed(STREAMED_TASK.steps));
+          expect(progress).toEqual(oneTo(STREAMED_TASK.steps));
+          expect(steps).toEqual([]);
+          expect(wire.received().filter((m) => m.method === 'notifications/message')).toEqual([]);
         });
 
         it('long_task with closeEvery: closeSSEStream declines for a 2026 client, the call stays on its stream', async () => {
