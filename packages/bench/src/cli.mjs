@@ -36,12 +36,12 @@ const FULL = {
 
 /** Every code path once, in a minute or two: for CI, which checks that the benchmark runs, never a timing. */
 const SHORT = {
-  throughput: { sessions: 16, inFlight: 64, warmupMs: 300, durationMs: 1_000, rounds: 1 },
+  throughput: { sessions: 16, inFlight: 64, warmupMs: 200, durationMs: 500, rounds: 1 },
   burst: { events: 2_000, reps: 2, warmups: 1 },
   resume: { sizes: [10_000], samples: 10, warmups: 2, budgetMs: 5_000, minSamples: 3 },
   memory: { sessions: 100, streams: 200, settleMs: 0 },
   polling: { clients: 4, steps: 200, intervalMs: 1, closeEvery: 1, retryMs: 0 },
-  modern: { inFlight: 64, warmupMs: 300, durationMs: 1_000, rounds: 1 },
+  modern: { inFlight: 64, warmupMs: 200, durationMs: 500, rounds: 1 },
 };
 
 /** Each workload gets fresh server processes started with these settings (see servers/tools.mjs). */

@@ -2,10 +2,11 @@
 // `node src/profile-summary.mjs <file.cpuprofile> [µs per unit] [top]`
 //
 // Summarizes a V8 CPU profile written by `pnpm bench --cpu-prof`: self time by bucket (node:http
-// and Node internals, the web framework, the SDK, zod, mcp-kit core and adapters, GC), then the
-// functions with the most self and total time. Native frames (JSON.parse, Map#set...) have no
-// script, so their time goes to the JavaScript function that called them. Given the server CPU
-// per call (or per event) the workload measured, each bucket is also shown in µs per unit.
+// and Node internals, the web framework, SDK v1, SDK v2 and its hono bridge, zod, ajv, mcp-kit
+// core and adapters, GC), then the functions with the most self and total time. Native frames
+// (JSON.parse, Map#set...) have no script, so their time goes to the JavaScript function that
+// called them. Given the server CPU per call (or per event) the workload measured, each bucket is
+// also shown in µs per unit.
 import { readFileSync } from 'node:fs';
 
 const FRAMEWORK =
@@ -15,7 +16,10 @@ function bucketOf(url, name) {
   if (name === '(garbage collector)') return 'GC';
   if (name === '(idle)' || name === '(program)' || name === '(root)') return name;
   if (!url) return undefined;
-  if (url.includes('/@modelcontextprotocol/sdk/') || url.includes('@modelcontextprotocol+sdk')) return 'SDK';
+  if (url.includes('/@modelcontextprotocol/sdk/') || url.includes('@modelcontextprotocol+sdk')) return 'SDK v1';
+  if (/\/@modelcontextprotocol\/(?:server|core|node|express)\//.test(url)) return 'SDK v2';
+  if (url.includes('/@hono/node-server/') || url.includes('/hono/')) return 'hono (SDK v2 node bridge)';
+  if (url.includes('/ajv/') || url.includes('/ajv-formats/')) return 'ajv';
   if (url.includes('/zod/')) return 'zod';
   if (url.includes('/packages/core/')) return 'mcp-kit core';
   if (/\/packages\/(express|koa|next)\//.test(url)) return 'mcp-kit adapter';

@@ -24,6 +24,16 @@ function pause(ms, signal) {
 
 const text = (value) => ({ content: [{ type: 'text', text: value }] });
 
+// Built once: createMcpHandler builds a server per request, and the anchor should not pay for the
+// bench's own schema objects on top of what the SDK does for each new server.
+const burstInput = z.object({ count: z.number().int().min(0).max(1_000_000) });
+const longTaskInput = z.object({
+  steps: z.number().int().min(1).max(100_000),
+  intervalMs: z.number().int().min(0).max(60_000),
+  closeEvery: z.number().int().min(1).optional(),
+  retryMs: z.number().int().min(0).optional(),
+});
+
 /**
  * A fresh v2 McpServer with `test_simple_text` (tools/call workloads), `bench_burst` (burst,
  * resume) and `long_task` (polling), each behaving as its v1 namesake in the fixture or tools.mjs.
@@ -39,7 +49,7 @@ export function createBenchServerV2(name) {
     'bench_burst',
     {
       description: 'Sends `count` ~100-byte notifications/message on this request stream, then returns',
-      inputSchema: z.object({ count: z.number().int().min(0).max(1_000_000) }),
+      inputSchema: burstInput,
     },
     async ({ count }, ctx) => {
       for (let i = 1; i <= count; i++) {
@@ -59,12 +69,7 @@ export function createBenchServerV2(name) {
     'long_task',
     {
       description: 'Runs `steps` steps `intervalMs` apart, logging { step } each step; closes its SSE stream every `closeEvery` steps',
-      inputSchema: z.object({
-        steps: z.number().int().min(1).max(100_000),
-        intervalMs: z.number().int().min(0).max(60_000),
-        closeEvery: z.number().int().min(1).optional(),
-        retryMs: z.number().int().min(0).optional(),
-      }),
+      inputSchema: longTaskInput,
     },
     async ({ steps, intervalMs, closeEvery }, ctx) => {
       const progressToken = ctx.mcpReq._meta?.progressToken;
