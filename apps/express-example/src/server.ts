@@ -1,7 +1,7 @@
 import express from 'express';
 import { createMcpHandler, type McpHandlerOptions } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
-import { createFixtureServer } from '@mcp-kit/fixtures';
+import { fixtureServer, parseFixtureSdk, type FixtureSdk } from '@mcp-kit/fixtures';
 import { createRedisScaleOut } from '@mcp-kit/redis';
 
 const port = Number(process.env.PORT ?? 3000);
@@ -10,6 +10,7 @@ const redisUrl = process.env.REDIS_URL;
 // Names this process in an `x-served-by` header, so a person (or a test) behind a load balancer
 // sees which instance answered.
 const instanceName = process.env.INSTANCE_NAME;
+const sdk = sdkFromEnv();
 
 // With REDIS_URL, several instances share sessions behind any load balancer: events live in Redis
 // and requests for another instance's session are forwarded to it at its INTERNAL_URL.
@@ -22,7 +23,12 @@ const redis = redisUrl
 const scaleOut: Partial<McpHandlerOptions> = redis ? { eventStore: redis.eventStore, cluster: redis.cluster } : {};
 
 const mcp = createMcpHandler({
-  server: () => createFixtureServer({ name: 'mcp-kit-express-example' }),
+  server: () =>
+    fixtureServer(sdk, {
+      name: 'mcp-kit-express-example',
+      // Instances behind one load balancer must share it: a client's next round may reach any of them.
+      requestStateKey: process.env.REQUEST_STATE_KEY,
+    }),
   retryMs: Number(process.env.RETRY_MS ?? 1000),
   // The conformance suite never DELETEs its sessions; don't keep them around for long.
   sessionIdleTtlMs: Number(process.env.SESSION_TTL_MS ?? 5 * 60_000),
@@ -48,8 +54,18 @@ if (redis) {
 
 const server = app.listen(port, host, () => {
   const mode = redis ? ` (Redis ${redisUrl}, instance ${redis.cluster.instanceId}${instanceName ? ` "${instanceName}"` : ''})` : '';
-  console.log(`express-example: MCP at http://${host}:${port}/mcp${mode}`);
+  console.log(`express-example: MCP at http://${host}:${port}/mcp, fixture on SDK ${sdk}${mode}`);
 });
+
+/** MCP_SDK=v1|v2 (default v2) picks the SDK the fixture is built with; anything else stops here. */
+function sdkFromEnv(): FixtureSdk {
+  try {
+    return parseFixtureSdk(process.env.MCP_SDK);
+  } catch (error) {
+    console.error(`express-example: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}
 
 function shutdown(): void {
   void mcp.close().finally(() => server.close(() => process.exit(0)));

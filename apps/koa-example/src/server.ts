@@ -1,13 +1,14 @@
 import Koa from 'koa';
 import { createMcpHandler } from '@mcp-kit/core';
-import { createFixtureServer } from '@mcp-kit/fixtures';
+import { fixtureServer, parseFixtureSdk, type FixtureSdk } from '@mcp-kit/fixtures';
 import { mcpKoa } from '@mcp-kit/koa';
 
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? '127.0.0.1';
+const sdk = sdkFromEnv();
 
 const mcp = createMcpHandler({
-  server: () => createFixtureServer({ name: 'mcp-kit-koa-example' }),
+  server: () => fixtureServer(sdk, { name: 'mcp-kit-koa-example' }),
   retryMs: Number(process.env.RETRY_MS ?? 1000),
   // The conformance suite never DELETEs its sessions; don't keep them around for long.
   sessionIdleTtlMs: Number(process.env.SESSION_TTL_MS ?? 5 * 60_000),
@@ -17,8 +18,18 @@ const app = new Koa();
 app.use(mcpKoa(mcp, { path: '/mcp' }));
 
 const server = app.listen(port, host, () => {
-  console.log(`koa-example: MCP at http://${host}:${port}/mcp`);
+  console.log(`koa-example: MCP at http://${host}:${port}/mcp, fixture on SDK ${sdk}`);
 });
+
+/** MCP_SDK=v1|v2 (default v2) picks the SDK the fixture is built with; anything else stops here. */
+function sdkFromEnv(): FixtureSdk {
+  try {
+    return parseFixtureSdk(process.env.MCP_SDK);
+  } catch (error) {
+    console.error(`koa-example: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}
 
 function shutdown(): void {
   void mcp.close().finally(() => server.close(() => process.exit(0)));

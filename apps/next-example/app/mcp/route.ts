@@ -1,11 +1,15 @@
 import { createMcpHandler } from '@mcp-kit/core';
-import { createFixtureServer } from '@mcp-kit/fixtures';
+import { fixtureServer, parseFixtureSdk } from '@mcp-kit/fixtures';
 import { getOrCreate, mcpNext } from '@mcp-kit/next';
+
+// MCP_SDK=v1|v2 (default v2) picks the SDK the fixture is built with. instrumentation.ts stops
+// `next start` on a bad value; this throws too, for any other way the module gets loaded.
+const sdk = parseFixtureSdk(process.env.MCP_SDK);
 
 // Cached on globalThis: `next dev` re-evaluates this module on edits, and sessions must outlive that.
 const mcp = getOrCreate('next-example', () =>
   createMcpHandler({
-    server: () => createFixtureServer({ name: 'mcp-kit-next-example' }),
+    server: () => fixtureServer(sdk, { name: 'mcp-kit-next-example' }),
     retryMs: Number(process.env.RETRY_MS ?? 1000),
     // A route handler cannot see its socket, so 'auto' cannot tell we listen on loopback: say so.
     dnsRebindingProtection: true,
