@@ -2,7 +2,7 @@
  * The Python MCP SDK client (`mcp` 2.3.0, from the registry into a venv under .tmp/) against every
  * adapter, in `legacy` (a 2025 session that polls by reconnecting), `2026-07-28` (adopted without
  * a probe) and `auto` (probes server/discover and must land on 2026-07-28 here). One Python process
- * per adapter runs python_client.py for every mode; the assertions live here.
+ * runs python_client.py for every fixture × adapter × mode at once; the assertions live here.
  */
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -64,36 +64,43 @@ const cases: ModeCase[] = [
   { mode: 'auto', era: MODERN, longTask: UNCLOSABLE_TASK },
 ];
 
+/** Every fixture on every adapter, served at once so one Python process covers the matrix. */
+const targets = fixtures.flatMap((fixture) => adapters.map((adapter) => ({ fixture, adapter, key: `${fixture.name} on ${adapter.name}` })));
+const servers = new Map<string, ServerUnderTest>();
+const results = new Map<string, Map<string, PythonRun>>();
+
 let python: string;
 beforeAll(async () => {
   python = await pythonVenv('mcp-2.3.0', REQUIREMENTS);
 }, 320_000);
 
+beforeAll(async () => {
+  // One after another: serve() may set the environment a `next start` inherits.
+  for (const t of targets) servers.set(t.key, await serve(t.adapter, t.fixture));
+  const plan = {
+    timeoutS: RUN_TIMEOUT_S,
+    targets: targets.map((t) => ({
+      key: t.key,
+      url: servers.get(t.key)!.url,
+      runs: cases.map(({ mode, longTask }) => ({ mode, longTask })),
+    })),
+  };
+  // The runs go concurrently, each bounded by RUN_TIMEOUT_S inside Python; this bounds the process.
+  const out = await runPythonJson<Record<string, PythonRun[]>>(python, script, [JSON.stringify(plan)], 3 * RUN_TIMEOUT_S * 1000);
+  for (const [key, runs] of Object.entries(out)) results.set(key, new Map(runs.map((r) => [r.mode, r])));
+}, 120_000);
+
+afterAll(async () => {
+  for (const sut of servers.values()) await sut.close();
+});
+
 describe.each(fixtures)('$name', (fixture) => {
   describe.each(adapters)('Python SDK client on $name', (adapter) => {
-    let sut: ServerUnderTest;
-    const runs = new Map<string, PythonRun>();
-    beforeAll(
-      async () => {
-        sut = await serve(adapter, fixture);
-        const plan = { timeoutS: RUN_TIMEOUT_S, runs: cases.map(({ mode, longTask }) => ({ mode, longTask })) };
-        const out = await runPythonJson<{ runs: PythonRun[] }>(
-          python,
-          script,
-          [sut.url, JSON.stringify(plan)],
-          (cases.length + 1) * RUN_TIMEOUT_S * 1000,
-        );
-        for (const run of out.runs) runs.set(run.mode, run);
-      },
-      (cases.length + 2) * RUN_TIMEOUT_S * 1000,
-    );
-    afterAll(async () => {
-      await sut?.close();
-    });
+    const key = `${fixture.name} on ${adapter.name}`;
 
     describe.each(cases)('mode $mode', ({ mode, era, longTask }) => {
       const run = () => {
-        const r = runs.get(mode)!;
+        const r = results.get(key)!.get(mode)!;
         expect(r.error, r.error).toBeUndefined();
         return r;
       };
@@ -135,7 +142,7 @@ describe.each(fixtures)('$name', (fixture) => {
             expect(resumes.length).toBeLessThanOrEqual(POLLED_CLOSES);
             expect(new Set(resumes.map((q) => q.lastEventId)).size).toBe(resumes.length);
           }
-          expect(sut.errors).toEqual([]);
+          expect(servers.get(key)!.errors).toEqual([]);
         },
       );
     });

@@ -1,12 +1,15 @@
 """The Python MCP SDK client (`mcp` 2.3.0) as a user would run it, driven by tests/clients/python.test.ts.
 
-Usage: python python_client.py <url> <plan-json>
-plan: {"timeoutS": float, "runs": [{"mode": "legacy" | "auto" | "2026-07-28", "longTask": {...}}]}
+Usage: python python_client.py <plan-json>
+plan: {"timeoutS": float,
+       "targets": [{"key": str, "url": str, "runs": [{"mode": "legacy" | "auto" | "2026-07-28", "longTask": {...}}]}]}
 
-For each run it connects in that mode, calls test_simple_text and then long_task with the given
-arguments, and prints one JSON document: per run the negotiated protocol version, what each call
-returned, the steps seen as log and as progress notifications, and every HTTP request the client
-made (to count reconnects). A failing run reports its error and the next run still happens.
+Every run (a target's URL in one mode) is a client of its own, and all of them run at once: one
+interpreter start for the whole matrix. A run connects in its mode, calls test_simple_text and
+then long_task with the given arguments. The script prints one JSON document, per target key the
+runs: the negotiated protocol version, what each call returned, the steps seen as log and as
+progress notifications, and every HTTP request the client made (to count reconnects). A failing
+run reports its error; the others are unaffected.
 """
 
 from __future__ import annotations
@@ -86,9 +89,17 @@ async def run(url: str, mode: str, long_task: dict[str, Any], timeout_s: float) 
 
 
 async def main() -> None:
-    url, plan = sys.argv[1], json.loads(sys.argv[2])
-    runs = [await run(url, r["mode"], r["longTask"], plan["timeoutS"]) for r in plan["runs"]]
-    print(json.dumps({"runs": runs}))
+    plan = json.loads(sys.argv[1])
+    results: dict[str, list[dict[str, Any]]] = {target["key"]: [] for target in plan["targets"]}
+
+    async def one(key: str, url: str, spec: dict[str, Any]) -> None:
+        results[key].append(await run(url, spec["mode"], spec["longTask"], plan["timeoutS"]))
+
+    async with anyio.create_task_group() as tg:
+        for target in plan["targets"]:
+            for spec in target["runs"]:
+                tg.start_soon(one, target["key"], target["url"], spec)
+    print(json.dumps(results))
 
 
 if __name__ == "__main__":
