@@ -1,20 +1,26 @@
 #!/usr/bin/env node
-// `node src/floor.mjs [seconds]`
+// `node src/floor.mjs [seconds] [v1|v2]`
 //
-// What the SDK's McpServer costs with no HTTP at all: the bench server (servers/tools.mjs) on the
-// SDK's InMemoryTransport, driven by raw JSON-RPC messages. Prints CPU µs per tools/call of the
+// What the SDK's McpServer costs with no HTTP at all: the bench server (servers/tools.mjs, or with
+// `v2` the SDK v2 one in servers/tools-v2.mjs) on that SDK's InMemoryTransport, driven by raw
+// JSON-RPC messages. Prints CPU µs per tools/call of the
 // throughput workload's tool (16 sessions, 64 calls in flight) and per notification of the burst
 // workload's tool. Every transport on top of McpServer pays at least this; the numbers include
 // the in-memory client's small share and the GC of both.
 import { setImmediate as turn } from 'node:timers/promises';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { InMemoryTransport as InMemoryTransportV1 } from '@modelcontextprotocol/sdk/inMemory.js';
+import { InMemoryTransport as InMemoryTransportV2 } from '@modelcontextprotocol/server';
 import { createBenchServer } from './servers/tools.mjs';
+import { createBenchServerV2 } from './servers/tools-v2.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
+const sdk = process.argv[3] === 'v2' ? 'v2' : 'v1';
+const InMemoryTransport = sdk === 'v2' ? InMemoryTransportV2 : InMemoryTransportV1;
+const createServer = sdk === 'v2' ? createBenchServerV2 : createBenchServer;
 
 async function connect() {
   const [client, server] = InMemoryTransport.createLinkedPair();
-  await createBenchServer('floor').connect(server);
+  await createServer('floor').connect(server);
   const waiting = new Map();
   let nextId = 1;
   client.onmessage = (message) => {
@@ -79,6 +85,6 @@ async function burst(count = 20_000, runs = 12, warmups = 2) {
   return perEvent[perEvent.length >> 1];
 }
 
-console.log(`McpServer on InMemoryTransport, node ${process.version}`);
+console.log(`SDK ${sdk} McpServer on InMemoryTransport, node ${process.version}`);
 console.log(`tools/call test_simple_text: ${(await toolsCall()).toFixed(1)} µs CPU per call`);
 console.log(`bench_burst notification:    ${(await burst()).toFixed(2)} µs CPU per notification (median)`);
