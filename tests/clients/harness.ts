@@ -20,11 +20,12 @@ export interface Fixture {
 }
 
 /** The SDK v2 fixture joins the matrix as soon as the package exports it. */
-const createFixtureServerV2 = (fixturePackage as Record<string, unknown>).createFixtureServerV2 as Fixture['server'] | undefined;
+const createFixtureServerV2 = (fixturePackage as Record<string, unknown>).createFixtureServerV2 as
+  (() => ReturnType<Fixture['server']>) | undefined;
 
 export const fixtures: Fixture[] = [
   { name: 'sdk-v1 fixture', server: () => fixturePackage.createFixtureServer(), env: { MCP_SDK: 'v1' } },
-  ...(createFixtureServerV2 ? [{ name: 'sdk-v2 fixture', server: () => createFixtureServerV2({}), env: { MCP_SDK: 'v2' } }] : []),
+  ...(createFixtureServerV2 ? [{ name: 'sdk-v2 fixture', server: () => createFixtureServerV2(), env: { MCP_SDK: 'v2' } }] : []),
 ];
 
 /**
