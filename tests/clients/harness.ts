@@ -5,7 +5,7 @@
  * can assert on what crossed the wire and not only on what the client chose to surface.
  */
 import { expect } from 'vitest';
-import * as fixturePackage from '@mcp-kit/fixtures';
+import { FIXTURE_SDKS, fixtureServer } from '@mcp-kit/fixtures';
 import type { Adapter, HarnessOptions, ServerUnderTest } from '../support/adapters.js';
 
 export const MODERN = '2026-07-28';
@@ -19,14 +19,12 @@ export interface Fixture {
   env: Record<string, string>;
 }
 
-/** The SDK v2 fixture joins the matrix as soon as the package exports it. */
-const createFixtureServerV2 = (fixturePackage as Record<string, unknown>).createFixtureServerV2 as
-  (() => ReturnType<Fixture['server']>) | undefined;
-
-export const fixtures: Fixture[] = [
-  { name: 'sdk-v1 fixture', server: () => fixturePackage.createFixtureServer(), env: { MCP_SDK: 'v1' } },
-  ...(createFixtureServerV2 ? [{ name: 'sdk-v2 fixture', server: () => createFixtureServerV2(), env: { MCP_SDK: 'v2' } }] : []),
-];
+/** The fixture on each SDK major, as the example apps pick it with MCP_SDK. */
+export const fixtures: Fixture[] = FIXTURE_SDKS.map((sdk) => ({
+  name: `sdk-${sdk} fixture`,
+  server: () => fixtureServer(sdk),
+  env: { MCP_SDK: sdk },
+}));
 
 /**
  * Starts `adapter` serving `fixture`. The Next adapter spawns `next start` with this process's
