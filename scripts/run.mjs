@@ -74,16 +74,16 @@ if (task === 'demo') {
   // The benchmark is not a test: CI only checks that its short mode still runs end to end.
   if (run('npx', [...PNPM, 'run', 'bench', '--short']) === 0) passed++;
   else failed++;
-  // Each example app, and the settings of an app worth its own run (`env`).
+  // Each example app with each SDK major, at each revision it must conform to, and the settings of
+  // an app worth its own run (`env`). See scripts/conformance-apps.json.
   const apps = JSON.parse(readFileSync(join(root, 'scripts', 'conformance-apps.json'), 'utf8'));
-  for (const { app, env = {} } of apps) {
-    if (Object.keys(env).length > 0)
-      console.log(
-        `\nconformance of ${app} with ${Object.entries(env)
-          .map(([k, v]) => `${k}=${v}`)
-          .join(' ')}`,
-      );
-    if (run('node', ['scripts/conformance.mjs', app], { env: { ...process.env, ...env } }) === 0) passed++;
+  for (const { app, env = {}, requirements = [], expectedFailures } of apps) {
+    const settings = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+    console.log(`\nconformance of ${app}${settings.length > 0 ? ` with ${settings.join(' ')}` : ''}`);
+    const args = ['scripts/conformance.mjs', app];
+    if (requirements.length > 0) args.push('--requirements', requirements.join(','));
+    if (expectedFailures) args.push('--expected-failures', expectedFailures);
+    if (run('node', args, { env: { ...process.env, ...env } }) === 0) passed++;
     else failed++;
   }
   console.log(`\ntests: ${passed} passed, ${failed} failed`);
