@@ -470,8 +470,8 @@ ${renderLimits(run)}
   memory event store, priming events, keep-alives, DNS-rebinding protection. Two variants of the
   Express one: \`mcpFirst(app, handler, { path: '/mcp' })\` as the \`node:http\` listener (MCP routed
   before Express; throughput, JSON, burst and 2026 workloads), \`hibernateAfterMs: 0\` (memory workload)
-  and one serving the SDK v2 rows' \`McpServer\` instead of the v1 one (throughput, JSON, burst and
-  2026 workloads), so its ratios to those rows compare transports serving the same server. mcp-kit
+  and one serving the SDK v2 rows' \`McpServer\` instead of the v1 one (JSON, burst and 2026
+  workloads), so its ratios to those rows compare transports serving the same server. mcp-kit
   serves 2026-07-28 requests on the same endpoint as 2025 sessions, with its defaults.
 - Every SDK v1 server here (the SDK v1 row and mcp-kit) serves the same \`McpServer\`, per session:
   the shared fixture (\`@mcp-kit/fixtures\`, the conformance tools plus \`long_task\`) and the

@@ -46,7 +46,7 @@ export const SERVERS = [
     label: 'mcp-kit Express, SDK v2 server',
     script: 'kit-express.mjs',
     env: { BENCH_SDK: 'v2' },
-    only: ['throughput', 'json', 'burst', 'modern'],
+    only: ['json', 'burst', 'modern'],
     floorName: 'bare-express',
   },
   // The same Express server with hibernation on: idle sessions let their McpServer go. Memory only.
