@@ -12,8 +12,9 @@
 // - `--requirements 2025-11-25|2026-07-28` (comma-separated or repeated: one app start, one suite
 //   run per revision) runs exactly the scenarios that revision requires (the suite's
 //   requirements/<rev>.yaml), at that revision's wire. Only *scored* scenarios fail the run, plus
-//   the few the suite leaves unscored that mcp-kit requires anyway (REQUIRED_BY_MCP_KIT); the rest
-//   (the tasks-* extension, pending ones) are run and reported separately, and never fail it.
+//   those the suite leaves unscored that mcp-kit requires anyway (REQUIRED_BY_MCP_KIT: SEP-1699
+//   polling, the tasks-* extension, …); the rest (pending ones) are run and reported separately,
+//   and never fail it.
 // - `--expected-failures <file>`: the suite's baseline, YAML `server: [scenario | scenario:check-id]`,
 //   for what the server under test cannot do. `{revision}` in the path is replaced per revision (a
 //   missing file is an empty baseline). As in the suite: with a baseline, a WARNING is a deviation
@@ -56,11 +57,25 @@ const NO_WARNINGS = new Set(['server-sse-polling']);
 /**
  * Scenarios a revision's requirements run but do not score, which mcp-kit must pass all the same:
  * SEP-1699 polling and session teardown are what it is for, the 2020-12 schema is the fixture's,
- * and the 2026 routing-header checks (-32020) are core's own wire rules.
+ * the 2026 routing-header checks (-32020) are core's own wire rules, and the Tasks extension
+ * (SEP-2663) is how a 2026 client polls a long call.
  */
 const REQUIRED_BY_MCP_KIT = {
   '2025-11-25': ['server-sse-polling', 'server-session-lifecycle', 'json-schema-2020-12'],
-  '2026-07-28': ['json-schema-2020-12', 'http-header-validation'],
+  '2026-07-28': [
+    'json-schema-2020-12',
+    'http-header-validation',
+    'tasks-lifecycle',
+    'tasks-capability-negotiation',
+    'tasks-wire-fields',
+    'tasks-request-state-removal',
+    'tasks-mrtr-input',
+    'tasks-request-headers',
+    'tasks-dispatch-and-envelope',
+    'tasks-status-notifications',
+    'tasks-required-task-error',
+    'tasks-mrtr-composition',
+  ],
 };
 
 const STARTUP_TIMEOUT_MS = 90_000; // pnpm via npx plus a cold `next start`
@@ -236,7 +251,8 @@ function usage(problem) {
 
   <app>                     workspace app under apps/ (its \`start\` script must honour PORT and HOST)
   --requirements <rev>      run what spec revision <rev> requires (2025-11-25, 2026-07-28; comma-separated
-                            or repeated); only scored scenarios and ${Object.values(REQUIRED_BY_MCP_KIT).flat().length} that mcp-kit requires fail the run
+                            or repeated); only scored scenarios and the unscored ones mcp-kit requires
+                            (SEP-1699 polling, the tasks-* extension, …) fail the run
   --expected-failures <f>   the suite's baseline (YAML server: [scenario | scenario:check-id]); {revision} in
                             the path is replaced per revision, a missing file means none
   --scenario <name>         run only this scenario (repeatable, or comma-separated); default: the
