@@ -272,7 +272,7 @@ export function evaluateTargets(run) {
       if (!good(r)) return '–';
       const xs = r.eventsPerSec / R.burst.sdk.eventsPerSec;
       const xb = r.eventsPerSec / R.burst.bare.eventsPerSec;
-      return ok(xs >= 15 && xb >= 0.6, `${xs.toFixed(1)}× sdk, ${(xb * 100).toFixed(0)}% of bare`);
+      return ok(xs >= 15 && xb >= 0.6, `${xs.toFixed(1)}× sdk v1, ${(xb * 100).toFixed(0)}% of bare`);
     });
   }
   if (R.resume) {
@@ -301,7 +301,7 @@ export function evaluateTargets(run) {
       if (!good(r)) return '–';
       const x = r.rssPerSessionBytes / R.memory.sdk.rssPerSessionBytes;
       const h = r.heapPerSessionBytes / R.memory.sdk.heapPerSessionBytes;
-      return ok(x <= 0.2 && h <= 0.2, `RSS ${(x * 100).toFixed(0)}%, heap ${(h * 100).toFixed(0)}% of sdk`);
+      return ok(x <= 0.2 && h <= 0.2, `RSS ${(x * 100).toFixed(0)}%, heap ${(h * 100).toFixed(0)}% of sdk v1`);
     });
   }
   if (good(R.modern?.['sdk-v2-handler']) && good(R.modern?.bare)) {
