@@ -292,14 +292,26 @@ describe.each(adapters)('wire: $name', (adapter) => {
     expect(err).toMatchObject({ status: 413, code: -32600 });
   });
 
-  it('answers initialize with 503 and Retry-After at the session cap; existing sessions keep working', async () => {
-    await start({ maxSessions: 1 });
-    const { headers } = await openSession(api);
+  it('at the session cap an initialize lets go of the least recently used idle session; 503 and Retry-After only when every session is busy', async () => {
+    await start({ maxSessions: 2 });
+    const a = await openSession(api);
+    const b = await openSession(api);
+    // A is used again: B becomes the least recently used.
+    await (await api.postSse(callTool(3, 'test_simple_text'), a.headers)).until((m) => m.id === 3);
+    const c = await openSession(api);
+    const gone = await errorOf(await api.post(callTool(4, 'test_simple_text'), b.headers));
+    expect([gone.status, gone.code]).toEqual([404, -32001]);
+    await (await api.postSse(callTool(5, 'test_simple_text'), a.headers)).until((m) => m.id === 5);
+
+    // Both sessions busy (a call running on each): nothing may be let go.
+    const busy = [a, c].map((s, i) => api.postSse(callTool(10 + i, 'long_task', { steps: 3, intervalMs: 150 }), s.headers));
+    const streams = await Promise.all(busy);
+    await Promise.all(streams.map((st) => st.next()));
     const res = await api.post(initializeRequest(1));
     expect(res.headers.get('retry-after')).toBe('5');
-    expect((await errorOf(res)).status).toBe(503);
-    const ok = await api.postSse(callTool(3, 'test_simple_text'), headers);
-    await ok.until((m) => m.id === 3);
+    const refused = await errorOf(res);
+    expect([refused.status, refused.code]).toEqual([503, -32000]);
+    for (const [i, st] of streams.entries()) await st.until((m) => m.id === 10 + i);
   });
 
   it('accepts batches from a 2025-03-26 client and answers both on one stream', async () => {
@@ -381,5 +393,29 @@ describe.each(inProcessAdapters)('wire (custom store): $name', (adapter) => {
     // The failed request left nothing behind: the same id can be used again.
     const ok = await api.postSse(callTool(2, 'test_simple_text'), headers);
     await ok.until((m) => m.id === 2);
+  });
+});
+
+// The node bridge knows the client's address; a fetch handler (Next) does not, so there the
+// per-principal cap counts authenticated principals only (see the option's documentation).
+describe.each(inProcessAdapters)('session caps: $name', (adapter) => {
+  let sut: ServerUnderTest;
+  let api: McpHttp;
+  const start = async (options: HarnessOptions = {}) => {
+    sut = await adapter.start(options);
+    api = http(sut.url);
+  };
+  afterEach(async () => {
+    await sut.close();
+  });
+
+  it('maxSessionsPerPrincipal: one client (here, one address without auth) gives up its own idle sessions first', async () => {
+    await start({ maxSessionsPerPrincipal: 2, maxSessions: 100 });
+    const first = await openSession(api);
+    await openSession(api);
+    await openSession(api);
+    const e = await errorOf(await api.post(callTool(2, 'test_simple_text'), first.headers));
+    expect(e.status).toBe(404);
+    if (sut.inProcess) expect(sut.inProcess.handler.sessionCount).toBe(2);
   });
 });

@@ -75,13 +75,19 @@ function lines(child: ReturnType<typeof spawn>) {
 }
 
 /** Drives one polling call to its result, honouring each close's retry hint; returns the steps seen. */
-async function pollCall(session: RawSession, id: number, args: { steps: number; intervalMs: number; closeEvery: number; retryMs: number }) {
-  const streams: RawSse[] = [await session.postSse(toolCall(id, 'long_task', args))];
+async function pollCall(
+  session: RawSession,
+  id: number,
+  args: { steps: number; intervalMs: number; closeEvery: number; retryMs: number },
+  first?: RawSse,
+) {
+  const streams: RawSse[] = [first ?? (await session.postSse(toolCall(id, 'long_task', args)))];
   for (;;) {
     const last = streams.at(-1)!;
     expect(await last.end(120_000)).toBe('server');
     if (last.messages.some((m) => m.message.id === id)) break;
-    const retry = last.blocks.at(-1)!.retry;
+    const retry = last.blocks.at(-1)?.retry;
+    if (retry === undefined) throw new Error(`stream ended without a retry: status ${last.status} ${last.raw.slice(0, 300)}`);
     expect(retry).toBe(args.retryMs);
     await new Promise((resolve) => setTimeout(resolve, retry));
     streams.push(await session.get(last.lastEventId));
@@ -188,12 +194,13 @@ describe.each(adapters)('load: $name', (adapter) => {
     LONG ? 600_000 : 60_000,
   );
 
-  it('at the session cap new initializes get 503 with Retry-After, while the sessions inside keep working', async () => {
+  it('a storm of initializes at the session cap lets only idle sessions go: a session with a running call keeps working, refusals are 503 with Retry-After', async () => {
     const cap = 40;
     sut = await adapter.start({ maxSessions: cap, retryMs: 20 });
     const inside = await RawSession.open(sut.url);
     const args = { steps: 12, intervalMs: 20, closeEvery: 3, retryMs: 20 };
-    const working = pollCall(inside, 1, args);
+    // The call is running (its stream is open) before the storm starts.
+    const working = pollCall(inside, 1, args, await inside.postSse(toolCall(1, 'long_task', args)));
     const storm = await Promise.all(
       Array.from({ length: cap * 2 }, async (_, i) => {
         const res = await RawSse.open(sut!.url, {
@@ -207,8 +214,9 @@ describe.each(adapters)('load: $name', (adapter) => {
     );
     const admitted = storm.filter((r) => r.status === 200);
     const refused = storm.filter((r) => r.status !== 200);
-    expect(admitted).toHaveLength(cap - 1);
-    expect(refused).toHaveLength(cap + 1);
+    // Idle sessions make room, so far more than the cap get in; a refusal happens only at an instant
+    // when every session under the cap was busy (mid-initialize).
+    expect(admitted.length).toBeGreaterThanOrEqual(cap);
     for (const r of refused) {
       expect(r.status).toBe(503);
       expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
@@ -220,9 +228,9 @@ describe.each(adapters)('load: $name', (adapter) => {
     const call = await working;
     expect(call.steps).toEqual(Array.from({ length: args.steps }, (_, i) => i + 1));
     expect(call.results).toHaveLength(1);
-    // A freed slot is usable at once.
-    expect((await new RawSession(sut.url, admitted[0]!.headers['mcp-session-id'] as string).del()).status).toBe(200);
+    // Everything under the cap is idle now: a newcomer gets in, and the busy session was never let go.
     const late = await RawSession.open(sut.url);
     expect(late.sessionId).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect((await inside.post(toolCall(2, 'test_simple_text'))).status).toBe(200);
   });
 });

@@ -59,3 +59,15 @@ export function taskToolExample(): void {
   });
   //#endregion taskTool
 }
+
+declare const httpServer: { close(callback: () => void): void };
+const mcp = createMcpHandler({ server: () => buildServer() });
+
+export function drainExample(): void {
+  //#region drain
+  process.on('SIGTERM', async () => {
+    await mcp.drain({ deadlineMs: 25_000 }); // within the platform's grace period
+    httpServer.close(() => process.exit(0));
+  });
+  //#endregion drain
+}

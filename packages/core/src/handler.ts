@@ -1,6 +1,7 @@
 import { EngineContext } from './engine/context.js';
 import { serveDelete } from './engine/delete.js';
 import { serveGet } from './engine/get.js';
+import { drain } from './engine/drain.js';
 import { servePost } from './engine/post.js';
 import { ErrorCode, reject, sendRejection } from './http/errors.js';
 import { checkHostAndOrigin, checkMethod, header, isLoopbackAddress } from './http/rules.js';
@@ -45,6 +46,33 @@ export class McpHandler {
     if (method === 'GET') return serveGet(ctx, req, res);
     return serveDelete(ctx, req, res);
   }
+
+  /**
+   * Hands this instance's work to the others before it stops (a rolling deploy's `SIGTERM`), then
+   * closes like {@link close}: new sessions and calls go to other instances at once; sessions move
+   * as soon as they are idle (their clients see nothing but the answers); calls running here go on
+   * until they finish or `deadlineMs` passes, while their clients follow them from other instances;
+   * then ownership is released. A question a running call asked the client still gets its answer.
+   * Without a `cluster`, new sessions get 503 and the running calls are waited for. Default deadline
+   * `30_000` ms.
+   *
+   * @example
+   * ```ts source="../examples/core.examples.ts#drain"
+   * process.on('SIGTERM', async () => {
+   *   await mcp.drain({ deadlineMs: 25_000 }); // within the platform's grace period
+   *   httpServer.close(() => process.exit(0));
+   * });
+   * ```
+   */
+  async drain(options: { deadlineMs?: number } = {}): Promise<void> {
+    const deadlineMs = options.deadlineMs ?? 30_000;
+    if (!Number.isInteger(deadlineMs) || deadlineMs < 0)
+      throw new RangeError(`drain: deadlineMs must be a non-negative integer, got ${String(deadlineMs)}`);
+    this.draining ??= drain(this.ctx, deadlineMs).then(() => this.close());
+    return this.draining;
+  }
+
+  private draining: Promise<void> | undefined;
 
   /** Graceful shutdown: ends every stream with the retry hint, closes every session and the store. */
   async close(): Promise<void> {

@@ -102,8 +102,20 @@ export interface McpHandlerOptions {
    * Default: off.
    */
   hibernateAfterMs?: number;
-  /** Most sessions at once; initialize beyond it gets 503 with `Retry-After`. Default `10_000`. */
+  /**
+   * Most sessions at once. At the cap, a new `initialize` lets go of the least recently used idle
+   * session (no call running, no stream open, no question awaiting its client; its client gets
+   * 404 and initializes again, as after expiry); only when every session is busy does it get 503
+   * with `Retry-After`. Default `10_000`.
+   */
   maxSessions?: number;
+  /**
+   * Most sessions of one principal (`clientId` and `sub`), or of one client address for requests
+   * without auth, handled like `maxSessions` within that principal: one client cannot crowd the
+   * others out. (A fetch handler, Next's included, cannot see the client's address: there only
+   * authenticated principals are counted.) Default: off.
+   */
+  maxSessionsPerPrincipal?: number;
   /** Largest accepted POST body, in bytes. Default `4 * 1024 * 1024`. */
   maxBodyBytes?: number;
   /**
@@ -156,6 +168,7 @@ export interface ResolvedOptions {
   sessionIdleTtlMs: number;
   hibernateAfterMs: number | undefined;
   maxSessions: number;
+  maxSessionsPerPrincipal: number | undefined;
   maxBodyBytes: number;
   maxBufferedBytes: number;
   dnsRebindingProtection: boolean | 'auto';
@@ -190,6 +203,10 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     hibernateAfterMs:
       options.hibernateAfterMs === undefined ? undefined : nonNegativeInt(options.hibernateAfterMs, 'hibernateAfterMs', OWNER),
     maxSessions: positiveInt(options.maxSessions ?? 10_000, 'maxSessions', OWNER),
+    maxSessionsPerPrincipal:
+      options.maxSessionsPerPrincipal === undefined
+        ? undefined
+        : positiveInt(options.maxSessionsPerPrincipal, 'maxSessionsPerPrincipal', OWNER),
     maxBodyBytes: positiveInt(options.maxBodyBytes ?? 4 * 1024 * 1024, 'maxBodyBytes', OWNER),
     maxBufferedBytes: positiveInt(options.maxBufferedBytes ?? 4 * 1024 * 1024, 'maxBufferedBytes', OWNER),
     dnsRebindingProtection: options.dnsRebindingProtection ?? 'auto',

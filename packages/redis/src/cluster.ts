@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { CoreResponder, ForwardedRequest, SessionCluster, SessionOwner } from '@mcp-kit/core';
+import type { CoreResponder, ForwardedRequest, RestoreRecord, SessionCluster, SessionOwner, TakeOver } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
-import { createRedisClient } from './client.js';
+import { createRedisClient, LuaScript } from './client.js';
 import { HttpForwarder } from './forward.js';
 
 export interface RedisSessionClusterOptions {
@@ -38,6 +38,32 @@ export interface RedisSessionClusterOptions {
   commandTimeoutMs?: number;
 }
 
+// KEYS: owner record, restore record. ARGV: me, my URL, principal ('' = none), instance key prefix, owner TTL.
+// Returns {0} no such session, {1} another principal's, {2, restore} taken (or already ours), {3, owner} a live owner.
+const TAKE_OVER = new LuaScript(
+  `local restore = redis.call('GET', KEYS[2])
+local raw = redis.call('GET', KEYS[1])
+if not restore and not raw then return {0} end
+local saved = restore and cjson.decode(restore) or cjson.decode(raw)
+local p = saved.p
+if p == nil or p == cjson.null then p = '' end
+if p ~= ARGV[3] then return {1} end
+if raw then
+  local owner = cjson.decode(raw)
+  if owner.i == ARGV[1] then
+    if restore then return {2, restore} end
+    return {0}
+  end
+  if owner.i ~= '' and redis.call('EXISTS', ARGV[4] .. owner.i) == 1 then return {3, raw} end
+end
+if not restore then return {0} end
+local principal = cjson.null
+if p ~= '' then principal = p end
+redis.call('SET', KEYS[1], cjson.encode({i = ARGV[1], u = ARGV[2], p = principal}), 'PX', ARGV[5])
+return {2, restore}`,
+  2,
+);
+
 interface OwnerRecord {
   /** instance id */
   i: string;
@@ -60,6 +86,8 @@ export class RedisSessionCluster implements SessionCluster {
   readonly instanceId: string;
   readonly internalUrl: string;
   readonly ownerCheckMs: number;
+  /** An instance counts as gone `3 × heartbeatMs` after its last beat. */
+  readonly ownerTimeoutMs: number;
   readonly client: Redis;
   private readonly prefix: string;
   private readonly heartbeatMs: number;
@@ -91,6 +119,7 @@ export class RedisSessionCluster implements SessionCluster {
     this.heartbeatMs = positiveInt(options.heartbeatMs ?? 2_000, 'heartbeatMs', 'RedisSessionCluster');
     this.ownerTtlMs = positiveInt(options.ownerTtlMs ?? 24 * 60 * 60_000, 'ownerTtlMs', 'RedisSessionCluster');
     this.ownerCheckMs = Math.max(this.heartbeatMs, 1_000);
+    this.ownerTimeoutMs = this.heartbeatMs * 3;
     this.forwarder = new HttpForwarder({
       instanceId: this.instanceId,
       connectTimeoutMs: options.connectTimeoutMs,
@@ -119,7 +148,70 @@ export class RedisSessionCluster implements SessionCluster {
 
   async release(sessionId: string): Promise<void> {
     if (!this.owned.delete(sessionId)) return;
+    await this.client.del(this.ownerKey(sessionId), this.restoreKey(sessionId));
+  }
+
+  /** Keeps what restores the session elsewhere beside its owner record (`<prefix>restore:<id>`), for `ttlMs`. */
+  async saveRecord(sessionId: string, record: RestoreRecord, ttlMs: number): Promise<void> {
+    const owned = this.owned.get(sessionId);
+    const principal = owned ? (JSON.parse(owned.record) as OwnerRecord).p : null;
+    await this.client.set(this.restoreKey(sessionId), JSON.stringify({ p: principal, r: record }), 'PX', ttlMs);
+  }
+
+  async keepRecords(sessionIds: string[], ttlMs: number): Promise<void> {
+    const pipeline = this.client.pipeline();
+    for (const id of sessionIds) pipeline.pexpire(this.restoreKey(id), ttlMs);
+    const results = await pipeline.exec();
+    for (const [error] of results ?? []) if (error) throw error;
+  }
+
+  /**
+   * Takes over a session whose owner is gone or handed it off, atomically (one Lua script), so of
+   * several instances racing for it one wins and the others are told the winner.
+   */
+  async takeOver(sessionId: string, principal: string | undefined): Promise<TakeOver | undefined> {
+    const reply = (await TAKE_OVER.run(this.client, [
+      this.ownerKey(sessionId),
+      this.restoreKey(sessionId),
+      this.instanceId,
+      this.internalUrl,
+      principal ?? '',
+      this.instanceKey(''),
+      this.ownerTtlMs,
+    ])) as [number, string?];
+    if (reply[0] === 0) return undefined;
+    if (reply[0] === 1) return { forbidden: true };
+    if (reply[0] === 3) {
+      const owner = JSON.parse(reply[1]!) as OwnerRecord;
+      return { owner: { instanceId: owner.i, self: false, principal: owner.p ?? undefined, address: owner.u } };
+    }
+    const saved = JSON.parse(reply[1]!) as { p: string | null; r: RestoreRecord };
+    const record = JSON.stringify({ i: this.instanceId, u: this.internalUrl, p: saved.p } satisfies OwnerRecord);
+    this.owned.set(sessionId, { record, refreshedAt: Date.now() });
+    return { record: saved.r, principal: saved.p ?? undefined };
+  }
+
+  /** Lets go of a session (draining): its owner record goes, its restore record stays for the next instance. */
+  async handOff(sessionId: string): Promise<void> {
+    if (!this.owned.delete(sessionId)) return;
     await this.client.del(this.ownerKey(sessionId));
+  }
+
+  /** The other instances that beat, with their internal URLs. */
+  async peers(): Promise<SessionOwner[]> {
+    const prefix = this.instanceKey('');
+    const peers: SessionOwner[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 100);
+      cursor = next;
+      const ids = keys.map((k) => k.slice(prefix.length)).filter((id) => id !== this.instanceId);
+      const urls = ids.length > 0 ? await this.client.mget(...ids.map((id) => this.instanceKey(id))) : [];
+      ids.forEach((id, i) => {
+        if (urls[i]) peers.push({ instanceId: id, self: false, principal: undefined, address: urls[i]! });
+      });
+    } while (cursor !== '0');
+    return peers;
   }
 
   async lookupOwner(sessionId: string): Promise<SessionOwner | undefined> {
@@ -208,6 +300,10 @@ export class RedisSessionCluster implements SessionCluster {
       for (const [, o] of due.slice(i, i + 1_000)) o.refreshedAt = now;
     }
     if (all) this.reclaim = false;
+  }
+
+  private restoreKey(sessionId: string): string {
+    return `${this.prefix}restore:${sessionId}`;
   }
 
   private ownerKey(sessionId: string): string {

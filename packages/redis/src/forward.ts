@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { FORWARDED_HEADER, type CoreResponder, type ForwardedRequest, type OutHeaders } from '@mcp-kit/core';
+import { FORWARDED_HEADER, HANDED_OVER_HEADER, type CoreResponder, type ForwardedRequest, type OutHeaders } from '@mcp-kit/core';
 
 /** Headers that describe one hop, not the message; never relayed. */
 const HOP_BY_HOP = new Set([
@@ -56,7 +56,8 @@ export class HttpForwarder {
         if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value as string | string[];
       // Frames are relayed as text; a compressed body would have to be decoded first.
       headers['accept-encoding'] = 'identity';
-      headers[FORWARDED_HEADER] = this.options.instanceId;
+      // A hand-over (a draining instance moving a client's request) is served as the client's own.
+      headers[request.handOver ? HANDED_OVER_HEADER : FORWARDED_HEADER] = this.options.instanceId;
       if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
       const secure = target.protocol === 'https:';
       let settled = false;

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { EventStore, ReplayResult, StreamKey, StreamListener, StreamSubscription } from '@mcp-kit/core';
+import type { EventStore, ReplayResult, StreamKey, StreamListener, StreamSubscription, UnfinishedStream } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, LuaScript, whenReady } from './client.js';
 
@@ -30,13 +30,15 @@ export interface RedisEventStoreOptions {
   reconnectGraceMs?: number;
 }
 
-// KEYS: stream, session index. ARGV: streamId, ttl, maxlen.
-// The `0-1` entry stands for seq 0, so `<token>.0` is a valid cursor before any event.
+// KEYS: stream, session index. ARGV: streamId, ttl, maxlen, request ids as JSON ('' for none).
+// The `0-1` entry stands for seq 0, so `<token>.0` is a valid cursor before any event. The request
+// ids (`<stream>:req`) let another instance answer a call whose instance died (see unfinished).
 const CREATE = new LuaScript(
   `if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-1', 'c', '1')
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if ARGV[4] ~= '' then redis.call('SET', KEYS[1] .. ':req', ARGV[4], 'PX', ARGV[2]) end
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1`,
@@ -48,6 +50,7 @@ return 1`,
 const APPEND = new LuaScript(
   `redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[4], ARGV[1], 'f', ARGV[2], 'e', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[1] .. ':req', ARGV[5])
 redis.call('SADD', KEYS[2], ARGV[6])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 redis.call('PUBLISH', KEYS[1], ARGV[7] .. ' ' .. ARGV[3] .. ' ' .. ARGV[2])
@@ -91,11 +94,30 @@ const DELETE = new LuaScript(
   `local ids = redis.call('SMEMBERS', KEYS[1])
 for i = 1, #ids do
   local key = ARGV[1] .. ids[i]
-  redis.call('DEL', key, key .. ':retry')
+  redis.call('DEL', key, key .. ':retry', key .. ':req')
   redis.call('PUBLISH', key, '0 d')
 end
 redis.call('DEL', KEYS[1])
 return #ids`,
+  1,
+);
+
+// KEYS: session index. ARGV: stream key prefix of the session.
+// The session's streams whose final frame is not stored: {streamId, lastSeq, request ids JSON} each.
+const UNFINISHED = new LuaScript(
+  `local out = {}
+local ids = redis.call('SMEMBERS', KEYS[1])
+for i = 1, #ids do
+  local key = ARGV[1] .. ids[i]
+  local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
+  if #last > 0 then
+    local fields = last[1][2]
+    if not (fields[1] == 'f' and fields[4] == '1') then
+      out[#out + 1] = {ids[i], tonumber(string.match(last[1][1], '^(%d+)')), redis.call('GET', key .. ':req') or ''}
+    end
+  end
+end
+return out`,
   1,
 );
 
@@ -149,14 +171,27 @@ export class RedisEventStore implements EventStore {
     return whenReady(this.client, timeoutMs);
   }
 
-  async createStream(key: StreamKey): Promise<void> {
+  async createStream(key: StreamKey, requestIds?: Iterable<string | number>): Promise<void> {
+    const ids = requestIds === undefined ? [] : [...requestIds];
     await CREATE.run(this.client, [
       this.streamKey(key),
       this.indexKey(key.sessionId),
       key.streamId,
       this.streamTtlMs,
       this.maxEventsPerStream,
+      ids.length > 0 ? JSON.stringify(ids) : '',
     ]);
+  }
+
+  async unfinished(sessionId: string): Promise<UnfinishedStream[]> {
+    const rows = (await UNFINISHED.run(this.client, [this.indexKey(sessionId), `${this.keyPrefix}{${sessionId}}:`])) as Array<
+      [string, number, string]
+    >;
+    return rows.map(([streamId, lastSeq, req]) => ({
+      streamId,
+      lastSeq,
+      requestIds: req === '' ? [] : (JSON.parse(req) as Array<string | number>),
+    }));
   }
 
   async append(key: StreamKey, seq: number, frame: string, final: boolean): Promise<void> {

@@ -2,7 +2,7 @@ import { ErrorCode, reject, type Rejection } from '../http/errors.js';
 import type { CoreRequest } from '../ports/http.js';
 
 /** The request's JSON body: what a framework's parser left, or read here up to `maxBodyBytes`. */
-export async function readJson(req: CoreRequest, maxBodyBytes: number): Promise<{ ok: true; body: unknown } | Rejection> {
+export async function readJson(req: CoreRequest, maxBodyBytes: number): Promise<{ ok: true; body: unknown; text?: string } | Rejection> {
   let text: string;
   if (req.hasParsedBody) {
     // A body parser ran before us. Buffers and strings come from raw/text parsers: parse them.
@@ -20,7 +20,8 @@ export async function readJson(req: CoreRequest, maxBodyBytes: number): Promise<
     text = read.text;
   }
   try {
-    return { ok: true, body: JSON.parse(text) };
+    // The text goes along: a request forwarded to another instance is relayed as it came.
+    return { ok: true, body: JSON.parse(text), text };
   } catch (error) {
     return reject(400, ErrorCode.ParseError, `Parse error: ${(error as Error).message}`);
   }

@@ -36,6 +36,10 @@ export class EngineContext {
   readonly supportedVersions: readonly string[] = LEGACY_VERSIONS;
   /** Set by close(): from then on nothing new starts that the shutdown would have to wait for. */
   closing = false;
+  /** Set by drain(): new work goes to other instances (see engine/drain.ts). */
+  draining = false;
+  /** Requests handed over while draining, to spread them over the peers. */
+  handOvers = 0;
 
   constructor(readonly options: ResolvedOptions) {
     this.registry = new SessionRegistry(options);

@@ -1,6 +1,6 @@
 import { sendRejection } from '../http/errors.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
-import { forward } from '../remote/forward.js';
+import { forwardOrTakeOver } from '../remote/forward.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
 
@@ -9,7 +9,8 @@ export async function serveDelete(ctx: EngineContext, req: CoreRequest, res: Cor
   const resolving = resolveSession(ctx, req);
   const found = resolving instanceof Promise ? await resolving : resolving;
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
-  if (found.kind === 'remote') return forward(ctx, req, res, found.owner, undefined);
-  found.session.terminate(undefined);
+  const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, undefined) : found.session;
+  if (!session) return;
+  session.terminate(undefined);
   res.send(200, {}, undefined);
 }

@@ -1,10 +1,11 @@
 import { sendRejection } from '../http/errors.js';
 import { checkAccept, header } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
-import { forward } from '../remote/forward.js';
+import { forwardOrTakeOver } from '../remote/forward.js';
 import { followRemote } from '../remote/tail.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
+import { handOver, servedWhileDraining } from './drain.js';
 import { resume } from './resume.js';
 
 /**
@@ -20,11 +21,11 @@ export async function serveGet(ctx: EngineContext, req: CoreRequest, res: CoreRe
   const lastEventId = header(req.headers, 'last-event-id');
   const resuming = lastEventId !== undefined && lastEventId !== '';
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
-  if (found.kind === 'remote') {
-    if (!resuming) return forward(ctx, req, res, found.owner, undefined);
-    return followRemote(ctx, res, found, lastEventId, ctx.polling(ctx.versionOf(req, undefined)));
-  }
-  const session = found.session;
+  if (found.kind === 'remote' && resuming) return followRemote(ctx, res, found, lastEventId, ctx.polling(ctx.versionOf(req, undefined)));
+  const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, undefined) : found.session;
+  if (!session) return;
+  // Draining: the client follows its session from another instance (the owner's calls go on here).
+  if (ctx.draining && ctx.options.cluster && !servedWhileDraining(req)) return handOver(ctx, req, res, undefined, session);
   const polling = ctx.polling(ctx.versionOf(req, session));
   if (resuming) return resume(ctx, res, session, lastEventId, polling);
   const { stream, created } = session.standaloneStream(polling);

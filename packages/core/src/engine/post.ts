@@ -3,12 +3,13 @@ import { ErrorCode, reject, sendRejection, unavailable } from '../http/errors.js
 import { allowsBatches, parseMessages, readableId, type ParsedBody } from '../http/messages.js';
 import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
-import { forward } from '../remote/forward.js';
+import { forwardOrTakeOver } from '../remote/forward.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import { serveModern } from '../modern/serve.js';
 import { readJson } from './body.js';
 import { classifyPost, eraNotServed } from './classify.js';
+import { handOver, servedWhileDraining } from './drain.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
 import { connectServer, wake } from './server.js';
@@ -26,18 +27,25 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   const read = await readJson(req, ctx.options.maxBodyBytes);
   if (!read.ok) return sendRejection(res, read);
   const body = read.body;
+  // As it came (a framework's parser may have read it): relayed when the request goes elsewhere.
+  const text = (): string => read.text ?? JSON.stringify(body);
   const era = classifyPost(body, req.headers);
   // These refuse the request before any session or server sees it: its id may be echoed.
   if (typeof era !== 'string') return sendRejection(res, era, readableId(body));
   if (!ctx.options.eras[era]) return sendRejection(res, eraNotServed(era, body, req.headers), readableId(body));
+  const sessionless = era === 'modern' || ctx.options.stateless || isInitialize(body);
+  // Draining: nothing new starts here (without a cluster, a session's own requests still do).
+  if (sessionless && ctx.draining && !servedWhileDraining(req)) return handOver(ctx, req, res, text());
   if (era === 'modern') return serveModern(ctx, req, res, body);
   if (ctx.options.stateless) return serveStateless(ctx, req, res, body);
   if (isInitialize(body)) return serveInitialize(ctx, req, res, body);
   const resolving = resolveSession(ctx, req);
   const found = resolving instanceof Promise ? await resolving : resolving;
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
-  if (found.kind === 'remote') return forward(ctx, req, res, found.owner, JSON.stringify(body));
-  return serveInSession(ctx, req, res, found.session, body);
+  const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, text()) : found.session;
+  if (!session) return;
+  if (ctx.draining && ctx.options.cluster && !servedWhileDraining(req)) return handOver(ctx, req, res, text(), session);
+  return serveInSession(ctx, req, res, session, body);
 }
 
 async function serveInSession(ctx: EngineContext, req: CoreRequest, res: CoreResponder, session: Session, body: unknown): Promise<void> {
@@ -77,11 +85,13 @@ async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreRe
       reject(400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must not carry Mcp-Session-Id; it starts a new session'),
     );
   }
-  if (ctx.registry.full) {
-    const message = `Service Unavailable: the session limit (${ctx.options.maxSessions}) is reached; retry later`;
+  const principal = principalOf(req.authInfo);
+  const holder = principal ?? (req.remoteAddress === undefined ? undefined : `address:${req.remoteAddress}`);
+  if (!ctx.registry.makeRoom(holder)) {
+    const message = `Service Unavailable: the session limit (${ctx.options.maxSessions} in all, or per principal) is reached and every session is busy; retry later`;
     return sendRejection(res, reject(503, ErrorCode.ServerError, message, { 'retry-after': '5' }));
   }
-  const session = ctx.registry.create(principalOf(req.authInfo));
+  const session = ctx.registry.create(principal, holder);
   if (!(await claim(ctx, session, res)) || !(await connectServer(ctx, session, res))) return;
   const requested = (parsed.messages[0] as JSONRPCMessage & { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
   const version = typeof requested === 'string' && ctx.supportedVersions.includes(requested) ? requested : LATEST_LEGACY_VERSION;
@@ -134,7 +144,7 @@ async function respond(
     session.openJsonReply(parsed.requestIds, {
       messages: [],
       batch: parsed.batch,
-      respond: (text) => res.send(200, session.jsonHeaders, text),
+      respond: (text) => res.send(200, session.headers.json, text),
     });
     return session.dispatch(parsed.messages, req);
   }

@@ -39,6 +39,12 @@ export interface SessionCluster {
    */
   readonly ownerCheckMs?: number;
   /**
+   * How long after an instance stops answering it counts as gone (`lookupOwner` stops naming it).
+   * A request forwarded to an owner that does not answer waits this long for it to be declared
+   * gone, then restores the session here (with `takeOver`). Default `0` (no waiting: 502).
+   */
+  readonly ownerTimeoutMs?: number;
+  /**
    * Optional: a client of the session is connected here (a resumed stream served for its owner).
    * Called when such a resume starts and every `ownerCheckMs` while it lasts.
    */
@@ -49,6 +55,25 @@ export interface SessionCluster {
    * long tool call from another instance keeps its session alive.
    */
   activeElsewhere?(sessionId: string): Promise<boolean>;
+  /**
+   * Optional, for sessions that outlive their instance: keeps what another instance needs to
+   * restore the session (its client's `initialize`, last `logging/setLevel`, principal, version)
+   * with the owner record, for `ttlMs`. The owner calls it when the record changes.
+   */
+  saveRecord?(sessionId: string, record: RestoreRecord, ttlMs: number): Promise<void>;
+  /**
+   * Optional, with `saveRecord`: takes over a session whose owner is gone (or handed it off), for
+   * `principal`. Atomic, so of several instances racing for one session exactly one gets the
+   * record; the others get the winner as `owner` (and forward to it). `forbidden` when the session
+   * belongs to another principal; `undefined` when there is no such session.
+   */
+  takeOver?(sessionId: string, principal: string | undefined): Promise<TakeOver | undefined>;
+  /** Optional, with `saveRecord`: the sessions are active; their records live another `ttlMs`. */
+  keepRecords?(sessionIds: string[], ttlMs: number): Promise<void>;
+  /** Optional, with `takeOver`: this instance lets go of a session (draining); its record stays for another to restore. */
+  handOff?(sessionId: string): Promise<void>;
+  /** Optional: the other live instances (a draining instance forwards requests to one of them). */
+  peers?(): Promise<SessionOwner[]>;
   /** Optional: this instance's id, as other instances name it (task records carry their owner's). */
   readonly instanceId?: string;
   /**
@@ -59,6 +84,18 @@ export interface SessionCluster {
   /** Stops heartbeats and gives up ownership; called by `McpHandler.close()` after the sessions closed. */
   close?(): void | Promise<void>;
 }
+
+/** What restores a session on another instance (see {@link SessionCluster.saveRecord}). */
+export interface RestoreRecord {
+  /** The client's `initialize` request, replayed to the new server. */
+  initialize: { jsonrpc: '2.0'; id: string | number; method: 'initialize'; params?: Record<string, unknown> };
+  /** The params of the client's last `logging/setLevel`. */
+  loggingLevel?: Record<string, unknown>;
+  /** The protocol version the session negotiated. */
+  protocolVersion?: string;
+}
+
+export type TakeOver = { record: RestoreRecord; principal: string | undefined } | { owner: SessionOwner } | { forbidden: true };
 
 export interface SessionOwner {
   /** The owning instance's id. */
@@ -80,6 +117,12 @@ export interface ForwardedRequest {
   body: string | undefined;
   /** The URL the client asked for, if the adapter knows it (its query string goes along). */
   url?: URL | undefined;
+  /**
+   * A draining instance hands the request over to a peer, which serves it as if it had come from
+   * the client (it may restore the session, or forward it back to its owner): {@link HANDED_OVER_HEADER}
+   * instead of {@link FORWARDED_HEADER}.
+   */
+  handOver?: boolean;
 }
 
 /**
@@ -87,3 +130,6 @@ export interface ForwardedRequest {
  * 404: a forwarded request is never forwarded again, so a stale owner record cannot loop.
  */
 export const FORWARDED_HEADER = 'mcp-kit-forwarded-by';
+
+/** Marks a request a draining instance handed over to a peer: served as the client's own, never handed back. */
+export const HANDED_OVER_HEADER = 'mcp-kit-handed-over-by';

@@ -7,8 +7,13 @@
  * memory store's synchronous fast path); the engine awaits only when it gets a promise.
  */
 export interface EventStore {
-  /** Registers a stream before its priming event goes out, so `<token>.0` is a valid cursor. */
-  createStream(stream: StreamKey): void | Promise<void>;
+  /**
+   * Registers a stream before its priming event goes out, so `<token>.0` is a valid cursor.
+   * `requestIds` are the requests whose answers the stream will carry (none for the GET stream): a
+   * store shared by several instances keeps them for {@link unfinished}. Read them during the call:
+   * the set changes as answers go out.
+   */
+  createStream(stream: StreamKey, requestIds?: Iterable<string | number>): void | Promise<void>;
   /**
    * Appends one serialized SSE frame. `seq` starts at 1 and grows by 1 per stream. `final` marks
    * the frame that completes the stream (the last response of a POST), which lets a replay that
@@ -19,6 +24,12 @@ export interface EventStore {
   replayAfter(sessionId: string, streamId: string, afterSeq: number): ReplayResult | Promise<ReplayResult>;
   /** Drops everything a session stored (DELETE, expiry). */
   deleteSession(sessionId: string): void | Promise<void>;
+  /**
+   * Optional, for sessions restored on another instance: the session's request streams whose final
+   * frame was never stored, with their last seq and the requests they carried. When the instance
+   * running them died, the new owner answers those requests with an error, so no client waits forever.
+   */
+  unfinished?(sessionId: string): Promise<UnfinishedStream[]>;
   /** Optional: evicts by age now. The handler calls it periodically. */
   sweep?(now: number): void;
   /** Optional: releases timers and connections. */
@@ -62,6 +73,12 @@ export interface StreamListener {
 export interface StreamSubscription {
   /** Stops delivery (the client went away). Idempotent. */
   cancel(): void;
+}
+
+export interface UnfinishedStream {
+  streamId: string;
+  lastSeq: number;
+  requestIds: Array<string | number>;
 }
 
 export interface StreamKey {

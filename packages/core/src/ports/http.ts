@@ -22,6 +22,8 @@ export interface CoreRequest {
   authInfo?: AuthInfo | undefined;
   /** Local address of the socket; a loopback address turns DNS-rebinding protection on (`'auto'`). */
   localAddress?: string | undefined;
+  /** The client's address, when the bridge knows it (`maxSessionsPerPrincipal` counts anonymous clients by it). */
+  remoteAddress?: string | undefined;
   /** The fetch `Request` itself, when the bridge has one (SDK v2 handlers read it as `ctx.http.req`). */
   request?: Request | undefined;
 }

@@ -1,8 +1,11 @@
 import { ErrorCode, reject, sendRejection } from '../http/errors.js';
+import { principalOf } from '../http/rules.js';
 import type { SessionOwner } from '../ports/cluster.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
+import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
+import { restore } from './locate.js';
 
 /** Serves a request for another instance's session on that instance, relaying its answer as it comes. */
 export async function forward(
@@ -11,17 +14,57 @@ export async function forward(
   res: CoreResponder,
   owner: SessionOwner,
   body: string | undefined,
-): Promise<void> {
+): Promise<boolean> {
   const request = { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url };
   try {
     await ctx.options.cluster!.forward(owner, request, res);
+    return true;
   } catch (error) {
     ctx.options.onError(asError(error, `forwarding to instance ${owner.instanceId} failed`));
-    sendRejection(
-      res,
-      reject(502, ErrorCode.ServerError, 'Bad Gateway: the server instance that owns this session did not answer; retry later', {
-        'retry-after': '1',
-      }),
-    );
+    return false;
+  }
+}
+
+/**
+ * Forwards a request to its session's owner. An owner that does not answer may have died: the
+ * request waits (at most the cluster's `ownerTimeoutMs`) until the cluster declares it gone, then
+ * the session is restored here and the request served here (the session returned to the caller),
+ * or on whichever instance restored it first. Otherwise 502.
+ */
+export async function forwardOrTakeOver(
+  ctx: EngineContext,
+  req: CoreRequest,
+  res: CoreResponder,
+  remote: { sessionId: string; owner: SessionOwner },
+  body: string | undefined,
+): Promise<Session | undefined> {
+  if (await forward(ctx, req, res, remote.owner, body)) return undefined;
+  if (await ownerGone(ctx, remote.sessionId, remote.owner.instanceId)) {
+    const found = await restore(ctx, req, remote.sessionId, principalOf(req.authInfo));
+    if (found.kind === 'local') return found.session;
+    if (found.kind === 'rejected') return void sendRejection(res, found.rejection);
+    if (await forward(ctx, req, res, found.owner, body)) return undefined;
+  }
+  const message = 'Bad Gateway: the server instance that owns this session did not answer; retry later';
+  sendRejection(res, reject(502, ErrorCode.ServerError, message, { 'retry-after': '1' }));
+  return undefined;
+}
+
+/** Waits until the cluster stops naming `instanceId` as the session's owner; `false` if it still does after `ownerTimeoutMs`. */
+async function ownerGone(ctx: EngineContext, sessionId: string, instanceId: string): Promise<boolean> {
+  const cluster = ctx.options.cluster!;
+  if (!cluster.takeOver || !cluster.ownerTimeoutMs) return false;
+  const deadline = Date.now() + cluster.ownerTimeoutMs + 1_000;
+  const pause = Math.max(25, Math.min(250, Math.floor(cluster.ownerTimeoutMs / 8)));
+  for (;;) {
+    let owner: SessionOwner | undefined;
+    try {
+      owner = await cluster.lookupOwner(sessionId);
+    } catch {
+      return false;
+    }
+    if (!owner || owner.self || owner.instanceId !== instanceId) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, pause));
   }
 }

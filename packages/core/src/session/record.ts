@@ -1,4 +1,6 @@
+import type { RestoreRecord } from '../ports/cluster.js';
 import type { JSONRPCMessage, JSONRPCRequest, RequestId } from '../ports/mcp.js';
+import type { Session } from './session.js';
 
 /** Ids of the requests a session sends its own server to restore it; no client id starts with NUL. */
 const RESTORE_ID_PREFIX = '\u0000mcp-kit:restore:';
@@ -11,11 +13,16 @@ const RESTORE_ID_PREFIX = '\u0000mcp-kit:restore:';
 export class SessionRecord {
   initialize: JSONRPCRequest | undefined;
   loggingLevel: JSONRPCRequest['params'] | undefined;
+  /** Called when the level changes (in a cluster, the record is saved for other instances). */
+  changed: (() => void) | undefined;
 
   /** Remembers what a request from the client changes for the rest of the session. */
   observe(request: JSONRPCRequest): void {
     if (request.method === 'initialize') this.initialize ??= request;
-    else if (request.method === 'logging/setLevel') this.loggingLevel = request.params;
+    else if (request.method === 'logging/setLevel') {
+      this.loggingLevel = request.params;
+      this.changed?.();
+    }
   }
 }
 
@@ -68,4 +75,26 @@ export class Restorer {
       this.toServer({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
     });
   }
+}
+
+/** What restores a session elsewhere (see `SessionCluster.saveRecord`), once its handshake is done. */
+export function restoreRecordOf(session: Session): RestoreRecord | undefined {
+  const { initialize, loggingLevel } = session.server.record;
+  if (!initialize || session.protocolVersion === undefined) return undefined;
+  const record: RestoreRecord = { initialize: initialize as RestoreRecord['initialize'], protocolVersion: session.protocolVersion };
+  if (loggingLevel !== undefined) record.loggingLevel = loggingLevel;
+  return record;
+}
+
+/**
+ * Makes a new session the one a record describes (it lived on an instance that is gone): it
+ * starts hibernated, so its next POST builds a server and replays the client's handshake to it.
+ * Its streams from before carry no call running here (see remote/lost.ts).
+ */
+export function adoptRecord(session: Session, record: RestoreRecord): void {
+  session.server.record.initialize = record.initialize as JSONRPCRequest;
+  session.server.record.loggingLevel = record.loggingLevel;
+  session.protocolVersion = record.protocolVersion;
+  session.server.hibernated = true;
+  session.adopted = true;
 }

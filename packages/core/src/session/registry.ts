@@ -2,6 +2,8 @@ import { randomId } from '../events/ids.js';
 import type { ResolvedOptions } from '../options.js';
 import type { SseConnection } from '../streams/connection.js';
 import { asError, settle } from '../util/errors.js';
+import type { RestoreRecord } from '../ports/cluster.js';
+import { adoptRecord, restoreRecordOf } from './record.js';
 import { Session } from './session.js';
 
 /**
@@ -35,14 +37,64 @@ export class SessionRegistry {
     return n;
   }
 
-  get full(): boolean {
-    return this.sessions.size >= this.options.maxSessions;
+  /**
+   * Makes room for one more session of `holder` (a principal, or a client address): at a cap, the
+   * least recently used idle session (of that holder, for its own cap) is let go. `false` when the
+   * cap is reached and every session under it is busy.
+   */
+  makeRoom(holder: string | undefined): boolean {
+    const perHolder = this.options.maxSessionsPerPrincipal;
+    if (perHolder !== undefined && holder !== undefined) {
+      const theirs = [...this.sessions.values()].filter((s) => s.holder === holder);
+      if (theirs.length >= perHolder && !this.evictIdlest(theirs)) return false;
+    }
+    return this.sessions.size < this.options.maxSessions || this.evictIdlest(this.sessions.values());
   }
 
-  /** A new session bound to `principal` (the identity that created it; `undefined` without auth). */
-  create(principal: string | undefined): Session {
+  /** Ends the least recently used session among `candidates` that nothing would miss. */
+  private evictIdlest(candidates: Iterable<Session>): boolean {
+    let idlest: Session | undefined;
+    for (const session of candidates) {
+      if (!session.evictable) continue;
+      if (!idlest || session.lastActive < idlest.lastActive) idlest = session;
+    }
+    idlest?.terminate(undefined);
+    return idlest !== undefined;
+  }
+
+  /**
+   * A new session bound to `principal` (the identity that created it; `undefined` without auth);
+   * `holder` is whom the per-principal cap counts it for.
+   */
+  create(principal: string | undefined, holder?: string): Session {
     const session = new Session(randomId(), principal, this.options, this.live, this.forgetFn);
+    session.holder = holder;
+    return this.add(session);
+  }
+
+  /** A session another instance held, restored here from its record (see `SessionCluster.takeOver`). */
+  adopt(sessionId: string, principal: string | undefined, record: RestoreRecord): Session {
+    const session = new Session(sessionId, principal, this.options, this.live, this.forgetFn);
+    adoptRecord(session, record);
+    return this.add(session);
+  }
+
+  private add(session: Session): Session {
     this.sessions.set(session.sessionId as string, session);
+    const cluster = this.options.cluster;
+    if (cluster?.saveRecord) {
+      // Saved once the handshake is done and whenever the log level changes, for other instances to restore from.
+      session.server.record.changed = () => {
+        const record = restoreRecordOf(session);
+        if (record && !session.closed) {
+          settle(
+            () => cluster.saveRecord!(session.sessionId as string, record, this.options.sessionIdleTtlMs),
+            this.options.onError,
+            'cluster saveRecord failed',
+          );
+        }
+      };
+    }
     return session;
   }
 
@@ -69,6 +121,26 @@ export class SessionRegistry {
     }
     this.options.eventStore.sweep?.(now);
     this.options.taskStore.sweep?.(now);
+    this.keepRecords(now);
+  }
+
+  /** When the restore records were last kept alive. */
+  private recordsKeptAt = Date.now();
+
+  /**
+   * A session's restore record lives `sessionIdleTtlMs` past its last activity, as the session
+   * would: the records of sessions active since the last sweep are kept alive, in one batch.
+   */
+  private keepRecords(now: number): void {
+    const cluster = this.options.cluster;
+    if (!cluster?.keepRecords) return;
+    const since = this.recordsKeptAt;
+    this.recordsKeptAt = now;
+    const active: string[] = [];
+    for (const session of this.sessions.values())
+      if (session.lastActive >= since || session.openConnections > 0) active.push(session.sessionId as string);
+    if (active.length > 0)
+      settle(() => cluster.keepRecords!(active, this.options.sessionIdleTtlMs), this.options.onError, 'cluster keepRecords failed');
   }
 
   /** Sessions whose activity on other instances is being asked about. */
@@ -99,6 +171,27 @@ export class SessionRegistry {
     for (const conn of this.live) conn.keepAlive(now, idleMs);
   }
 
+  /**
+   * Lets another instance take the session over (draining): it ends here, with the retry hint on
+   * its connections, and the cluster drops this instance's ownership; its stored events and
+   * restore record stay. Resolves once no instance will be sent here for it.
+   */
+  async handOff(session: Session, retryMs: number): Promise<void> {
+    session.terminate(retryMs, true);
+    try {
+      await this.options.cluster?.handOff?.(session.sessionId as string);
+    } catch (error) {
+      this.options.onError(asError(error, 'cluster handOff failed'));
+    }
+  }
+
+  /** Sessions with no call running nor a question awaiting the client: they can move to another instance. */
+  idleSessions(): Session[] {
+    const idle: Session[] = [];
+    for (const session of this.sessions.values()) if (session.idle) idle.push(session);
+    return idle;
+  }
+
   /** Ends every stream with a retry hint and closes every session. */
   close(retryMs: number): void {
     for (const t of this.timers) clearInterval(t);
@@ -107,13 +200,15 @@ export class SessionRegistry {
     for (const conn of [...this.live]) conn.end(retryMs);
   }
 
-  private readonly forgetFn = (session: Session): void => this.forget(session);
+  private readonly forgetFn = (session: Session, handedOff: boolean): void => this.forget(session, handedOff);
 
-  /** A session ended: its events and its owner record go too. */
-  private forget(session: Session): void {
+  /** A session ended: its events and its owner record go too; one handed off keeps both for its next instance. */
+  private forget(session: Session, handedOff: boolean): void {
     const id = session.sessionId as string;
     this.sessions.delete(id);
     const { eventStore, cluster, onError } = this.options;
+    // Handed off: its events and record stay for the next instance (see handOff).
+    if (handedOff) return;
     settle(() => eventStore.deleteSession(id), onError, 'event store deleteSession failed');
     if (cluster) settle(() => cluster.release(id), onError, 'cluster release failed');
   }

@@ -55,6 +55,11 @@ export class StreamRoutes {
     return false;
   }
 
+  /** Ends the connections of streams whose clients poll, with the stream's retry hint (they come back). */
+  endPolling(retryMs: number): void {
+    for (const stream of this.byId.values()) if (stream.polling) stream.endConnection(stream.retryMs ?? retryMs);
+  }
+
   /** Ends every stream's connection (with `retryMs`, as a server close) and forgets them all. */
   endAll(retryMs: number | undefined): void {
     for (const stream of this.byId.values()) stream.endConnection(retryMs);

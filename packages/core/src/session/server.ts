@@ -52,6 +52,11 @@ export class SessionServer {
     return this.restorer.pending && this.restorer.consume(message);
   }
 
+  /** No question pending for the client and no restore under way. */
+  get quiet(): boolean {
+    return this.awaitingClient.size === 0 && this.waking === undefined;
+  }
+
   /**
    * Whether nothing would be lost by letting the server go: no request in flight (`busy` says so
    * for the session's streams) and no question pending for the client.

@@ -1,11 +1,10 @@
-import type { Transport, TransportSendOptions } from '../ports/mcp.js';
-import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '../ports/mcp.js';
+import type { JSONRPCMessage, MessageExtraInfo, RequestId, Transport, TransportSendOptions } from '../ports/mcp.js';
 import { randomId } from '../events/ids.js';
 import { ErrorCode, reject, sendRejection } from '../http/errors.js';
 import type { ResolvedOptions } from '../options.js';
-import type { CoreResponder, OutHeaders } from '../ports/http.js';
+import type { CoreResponder } from '../ports/http.js';
 import { SseConnection } from '../streams/connection.js';
-import { JSON_HEADERS, SSE_HEADERS } from '../streams/frames.js';
+import { ResponseHeaders } from '../streams/frames.js';
 import { Stream, type JsonReply } from '../streams/stream.js';
 import { messageExtra, requestInfoOf, type Inbound } from '../sdk/extra.js';
 import { asError } from '../util/errors.js';
@@ -31,11 +30,16 @@ export class Session implements Transport {
   closed = false;
   /** Open connections (any stream). A session with one is never idle. */
   openConnections = 0;
+  /** Whom `maxSessionsPerPrincipal` counts this session for: its principal, or its client's address. */
+  holder: string | undefined;
+  /** Restored from a record another instance left (see `adoptRecord`). */
+  adopted = false;
+  /** While restoring: the lost calls of the gone instance are being answered (requests wait for it). */
+  adopting: Promise<void> | undefined;
   /** The server behind the session, and what hibernation keeps to rebuild it. */
   readonly server = new SessionServer((message) => this.onmessage?.(message, {}));
 
   private readonly routes = new StreamRoutes();
-  private headers: { sse?: OutHeaders; json?: OutHeaders } = {};
 
   constructor(
     /** `undefined` in stateless mode. */
@@ -44,10 +48,15 @@ export class Session implements Transport {
     readonly principal: string | undefined,
     private readonly options: ResolvedOptions,
     private readonly live: Set<SseConnection>,
-    private readonly onTerminated: (session: Session) => void,
+    /** `handedOff`: the session lives on elsewhere (its stored events and record stay). */
+    private readonly onTerminated: (session: Session, handedOff: boolean) => void,
   ) {
     this.lastActive = Date.now();
+    this.headers = new ResponseHeaders(sessionId);
   }
+
+  /** Its response headers (they carry its id), built once. */
+  readonly headers: ResponseHeaders;
 
   // --- SDK Transport -----------------------------------------------------------------------
 
@@ -63,7 +72,11 @@ export class Session implements Transport {
       stream = this.routes.forRequest(responseTo);
       if (stream && 'result' in message && this.protocolVersion === undefined) {
         const version = (message.result as { protocolVersion?: unknown }).protocolVersion;
-        if (typeof version === 'string') this.protocolVersion = version;
+        if (typeof version === 'string') {
+          this.protocolVersion = version;
+          // The handshake is complete: from here on another instance could restore the session.
+          this.server.record.changed?.();
+        }
       }
     } else {
       this.server.sent(message);
@@ -145,7 +158,7 @@ export class Session implements Transport {
     if (register) {
       let created: void | Promise<void>;
       try {
-        created = this.options.eventStore.createStream(stream.key);
+        created = this.options.eventStore.createStream(stream.key, stream.kind === 'request' ? stream.pending : undefined);
       } catch (error) {
         return this.storeRefused(stream, res, error);
       }
@@ -161,23 +174,13 @@ export class Session implements Transport {
 
   /** Opens an SSE response for this session (a resume replays into it before it follows a stream). */
   newConnection(res: CoreResponder): SseConnection {
-    return new SseConnection(res.stream(this.sseHeaders), this.options.maxBufferedBytes, this.overflowed, Date.now());
+    return new SseConnection(res.stream(this.headers.sse), this.options.maxBufferedBytes, this.overflowed, Date.now());
   }
 
   /** A resumed connection caught up through frame `replayedThrough`: it carries the stream live from there. */
   follow(stream: Stream, conn: SseConnection, replayedThrough: number): void {
     conn.skipThrough(replayedThrough);
     this.attach(stream, conn);
-  }
-
-  get sseHeaders(): OutHeaders {
-    if (this.sessionId === undefined) return SSE_HEADERS;
-    return (this.headers.sse ??= { ...SSE_HEADERS, 'mcp-session-id': this.sessionId });
-  }
-
-  get jsonHeaders(): OutHeaders {
-    if (this.sessionId === undefined) return JSON_HEADERS;
-    return (this.headers.json ??= { ...JSON_HEADERS, 'mcp-session-id': this.sessionId });
   }
 
   closeRequestStream(id: RequestId, retryMs?: number): boolean {
@@ -194,6 +197,28 @@ export class Session implements Transport {
     return this.server.hibernated;
   }
 
+  /** Sends away the clients that poll: their connections end with the retry hint; the streams go on. */
+  endPollingConnections(retryMs: number): void {
+    this.routes.endPolling(retryMs);
+  }
+
+  /** No call running, no response stream open, no question awaiting the client: nothing here would be lost. */
+  get idle(): boolean {
+    return !this.closed && !this.routes.busy && this.server.quiet;
+  }
+
+  /**
+   * Idle, no client connected, and no answer stored for a client that has not come back for it
+   * yet: the session can be let go (at the session cap) without its client losing anything but
+   * the session itself.
+   */
+  get evictable(): boolean {
+    return this.idle && this.openConnections === 0 && Date.now() > this.awaitedUntil;
+  }
+
+  /** Until when an answer written while its client was away is expected to be fetched. */
+  private awaitedUntil = 0;
+
   /** Lets the server go if nothing would be lost (see {@link SessionServer.canLetGo}). */
   hibernate(): boolean {
     if (this.closed || !this.server.canLetGo(this.routes.busy)) return false;
@@ -202,12 +227,15 @@ export class Session implements Transport {
     return true;
   }
 
-  /** Ends the session: streams, stored events, the server. `retryMs` tells clients to come back (shutdown). */
-  terminate(retryMs: number | undefined): void {
+  /**
+   * Ends the session here: streams, the server, and (unless `handedOff`: it goes on on another
+   * instance) its stored events. `retryMs` tells clients to come back (shutdown, hand-off).
+   */
+  terminate(retryMs: number | undefined, handedOff = false): void {
     if (this.closed) return;
     this.closed = true;
     this.routes.endAll(retryMs);
-    this.onTerminated(this);
+    this.onTerminated(this, handedOff);
     // Protocol.close() calls our close() again; `closed` makes that a no-op.
     this.server.end(this.options.onError);
     this.onclose?.();
@@ -299,6 +327,8 @@ export class Session implements Transport {
   private finish(stream: Stream): void {
     stream.complete = true;
     this.routes.complete(stream);
+    // Answered while its client was away (polling): it will come back for the answer.
+    if (stream.polling && !stream.connection) this.awaitedUntil = Date.now() + 10 * (stream.retryMs ?? this.options.retryMs) + 30_000;
     // The response is on the wire; a resumed or original stream of a request never lingers.
     stream.endConnection(undefined);
     this.endIfEphemeralAndDone();

@@ -29,3 +29,21 @@ export function retryField(retryMs: number): string {
 }
 
 export const KEEP_ALIVE = ': keep-alive\n\n';
+
+/** The response headers of one session's streams and answers: the same every time, so built once. */
+export class ResponseHeaders {
+  private sseHeaders: Record<string, string> | undefined;
+  private jsonHeaders: Record<string, string> | undefined;
+
+  constructor(private readonly sessionId: string | undefined) {}
+
+  get sse(): Readonly<Record<string, string>> {
+    if (this.sessionId === undefined) return SSE_HEADERS;
+    return (this.sseHeaders ??= { ...SSE_HEADERS, 'mcp-session-id': this.sessionId });
+  }
+
+  get json(): Readonly<Record<string, string>> {
+    if (this.sessionId === undefined) return JSON_HEADERS;
+    return (this.jsonHeaders ??= { ...JSON_HEADERS, 'mcp-session-id': this.sessionId });
+  }
+}

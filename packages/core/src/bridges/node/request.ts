@@ -22,6 +22,7 @@ export class NodeCoreRequest implements CoreRequest {
   readonly hasParsedBody: boolean;
   readonly authInfo: AuthInfo | undefined;
   readonly localAddress: string | undefined;
+  readonly remoteAddress: string | undefined;
   readonly url: URL | undefined;
 
   constructor(
@@ -34,6 +35,7 @@ export class NodeCoreRequest implements CoreRequest {
     this.hasParsedBody = options.hasParsedBody ?? false;
     this.authInfo = options.authInfo;
     this.localAddress = req.socket?.localAddress;
+    this.remoteAddress = req.socket?.remoteAddress;
     this.url = options.url;
   }
 

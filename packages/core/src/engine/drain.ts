@@ -1,0 +1,80 @@
+import { ErrorCode, reject, sendRejection, type Rejection } from '../http/errors.js';
+import { header } from '../http/rules.js';
+import { FORWARDED_HEADER, HANDED_OVER_HEADER, type SessionOwner } from '../ports/cluster.js';
+import type { CoreRequest, CoreResponder } from '../ports/http.js';
+import type { Session } from '../session/session.js';
+import { asError } from '../util/errors.js';
+import type { EngineContext } from './context.js';
+
+/**
+ * Whether this request is this instance's to serve while it drains: one another instance
+ * forwarded here because this instance owns its session (an answer to a question a running call
+ * asked, a call on a busy session) is; anything a client sent here directly goes to a peer.
+ */
+export function servedWhileDraining(req: CoreRequest): boolean {
+  return header(req.headers, FORWARDED_HEADER) !== undefined;
+}
+
+/**
+ * Moves a request that reached a draining instance to a live peer, after handing off the session
+ * it names if that session is here and idle (the peer restores it). Without a peer: 503 with
+ * `Retry-After`, and the client comes back once another instance is up.
+ */
+export async function handOver(
+  ctx: EngineContext,
+  req: CoreRequest,
+  res: CoreResponder,
+  body: string | undefined,
+  session?: Session,
+): Promise<void> {
+  const cluster = ctx.options.cluster;
+  if (session?.idle && cluster?.handOff) await ctx.registry.handOff(session, ctx.options.retryMs);
+  let peers: SessionOwner[] = [];
+  try {
+    peers = (await cluster?.peers?.()) ?? [];
+  } catch (error) {
+    ctx.options.onError(asError(error, 'cluster peers failed'));
+  }
+  // A request a peer handed over here already: never back and forth.
+  if (peers.length === 0 || !cluster || header(req.headers, HANDED_OVER_HEADER) !== undefined) return sendRejection(res, draining(ctx));
+  const peer = peers[ctx.handOvers++ % peers.length]!;
+  try {
+    await cluster.forward(peer, { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url, handOver: true }, res);
+  } catch (error) {
+    ctx.options.onError(asError(error, `handing a request over to instance ${peer.instanceId} failed`));
+    sendRejection(res, draining(ctx));
+  }
+}
+
+export function draining(ctx: EngineContext): Rejection {
+  const retryAfter = String(Math.max(1, Math.ceil(ctx.options.retryMs / 1000)));
+  return reject(503, ErrorCode.ServerError, 'Service Unavailable: this server instance is shutting down; retry', {
+    'retry-after': retryAfter,
+  });
+}
+
+/**
+ * `McpHandler.drain`: the instance stops taking work and lets its sessions go to other instances
+ * (see the README's rolling deploys). Clients that poll are sent away at once (their connections
+ * end with the retry hint; they resume on another instance, which follows the calls still running
+ * here from the shared store); idle sessions are handed off as soon as they are idle; at the
+ * deadline whatever is left is handed off too (a call still running is lost, and its client hears
+ * so from the session's next owner).
+ */
+export async function drain(ctx: EngineContext, deadlineMs: number): Promise<void> {
+  ctx.draining = true;
+  const { registry, options } = ctx;
+  const deadline = Date.now() + deadlineMs;
+  for (const session of registry.sessions.values()) session.endPollingConnections(options.retryMs);
+  const canHandOff = options.cluster?.handOff !== undefined;
+  for (;;) {
+    if (canHandOff) await Promise.all(registry.idleSessions().map((session) => registry.handOff(session, options.retryMs)));
+    const running = [...registry.sessions.values()].some((s) => !s.idle);
+    if (!running || Date.now() >= deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  // What is left: idle sessions without a cluster (they end as at close), or calls past the deadline.
+  const left = [...registry.sessions.values()];
+  if (canHandOff) await Promise.all(left.map((session) => registry.handOff(session, options.retryMs)));
+  else for (const session of left) session.terminate(options.retryMs);
+}
