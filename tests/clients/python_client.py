@@ -24,6 +24,7 @@ import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 
 def _rpc_method(request: httpx2.Request) -> str | None:
@@ -36,6 +37,17 @@ def _rpc_method(request: httpx2.Request) -> str | None:
     return body.get("method") if isinstance(body, dict) else None
 
 
+def _mcp_error_code(error: BaseException) -> int | None:
+    """The JSON-RPC code of the first MCPError in `error`, looking inside exception groups."""
+    if isinstance(error, MCPError):
+        return error.code
+    for inner in getattr(error, "exceptions", ()):
+        if (code := _mcp_error_code(inner)) is not None:
+            return code
+    cause = error.__cause__ or error.__context__
+    return _mcp_error_code(cause) if cause is not None else None
+
+
 def _content(result: types.CallToolResult) -> dict[str, Any]:
     return {
         "content": [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content],
@@ -46,16 +58,24 @@ def _content(result: types.CallToolResult) -> dict[str, Any]:
 async def run(url: str, mode: str, long_task: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     out: dict[str, Any] = {"mode": mode, "requests": [], "logSteps": [], "progress": []}
 
+    sent: dict[int, dict[str, Any]] = {}
+
     async def on_request(request: httpx2.Request) -> None:
-        out["requests"].append(
-            {
-                "method": request.method,
-                "rpc": _rpc_method(request),
-                "lastEventId": request.headers.get("last-event-id"),
-                "sessionId": request.headers.get("mcp-session-id"),
-                "protocolVersion": request.headers.get("mcp-protocol-version"),
-            }
-        )
+        record = {
+            "method": request.method,
+            "rpc": _rpc_method(request),
+            "lastEventId": request.headers.get("last-event-id"),
+            "sessionId": request.headers.get("mcp-session-id"),
+            "protocolVersion": request.headers.get("mcp-protocol-version"),
+            "status": None,
+        }
+        sent[id(request)] = record
+        out["requests"].append(record)
+
+    async def on_response(response: httpx2.Response) -> None:
+        record = sent.get(id(response.request))
+        if record is not None:
+            record["status"] = response.status_code
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         if isinstance(params.data, dict) and isinstance(params.data.get("step"), int):
@@ -66,7 +86,7 @@ async def run(url: str, mode: str, long_task: dict[str, Any], timeout_s: float) 
 
     try:
         with anyio.fail_after(timeout_s):
-            http = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout_s), event_hooks={"request": [on_request]})
+            http = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout_s), event_hooks={"request": [on_request], "response": [on_response]})
             async with http:
                 # log_level opts in to notifications/message on 2026-07-28 (per request); a 2025
                 # session gets them without it.
@@ -85,6 +105,7 @@ async def run(url: str, mode: str, long_task: dict[str, Any], timeout_s: float) 
     except Exception as error:  # report and go on: one run's failure must not hide the others
         # The innermost frames say what went wrong; a whole anyio exception group is pages long.
         out["error"] = "".join(traceback.format_exception(error))[-3000:]
+        out["errorCode"] = _mcp_error_code(error)
     return out
 
 
