@@ -53,7 +53,11 @@ export function run(
 }
 
 function mustSucceed(what: string, finished: Finished): void {
-  if (finished.code !== 0) throw new Error(`${what} failed (exit ${finished.code ?? finished.signal}):\n${finished.stderr.slice(-4000)}`);
+  if (finished.code !== 0) {
+    throw new Error(
+      `${what} failed (exit ${finished.code ?? finished.signal}):\n${finished.stdout.slice(-2000)}\n${finished.stderr.slice(-4000)}`,
+    );
+  }
 }
 
 /** The interpreter a venv is built from: `$PYTHON`, else `python3` on the PATH. */
@@ -79,7 +83,11 @@ export async function pythonVenv(name: string, requirements: string[], timeoutMs
   const version = await run(hostPython, ['-c', 'import sys; print(sys.version_info >= (3, 10))'], { timeoutMs: 30_000 });
   mustSucceed(`${hostPython} --version`, version);
   if (version.stdout.trim() !== 'True') throw new Error(`${hostPython} is older than 3.10, which the Python MCP SDK needs`);
-  mustSucceed('python3 -m venv', await run(hostPython, ['-m', 'venv', dir], { timeoutMs: left() }));
+  const venv = await run(hostPython, ['-m', 'venv', dir], { timeoutMs: left() });
+  // Debian and Ubuntu ship the venv module without ensurepip unless python3-venv is installed.
+  if (venv.code !== 0 && `${venv.stdout}${venv.stderr}`.includes('ensurepip'))
+    venv.stderr += '\n(on Debian/Ubuntu: apt-get install -y python3-venv)';
+  mustSucceed(`${hostPython} -m venv`, venv);
   const env = { PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1' };
   mustSucceed(`pip install ${wanted}`, await run(python, ['-m', 'pip', 'install', ...requirements], { timeoutMs: left(), env }));
   writeFileSync(marker, wanted);
