@@ -123,6 +123,7 @@ export function checkRoutingHeaders(
   const body = params[field];
   if (raw === undefined) return mismatch(`Mcp-Name header is required for ${method} (the body's params.${field})`);
   const name = decodeHeaderValue(raw);
+  if (name === undefined) return mismatch(`Mcp-Name header ${quote(raw)} carries an invalid base64 value`);
   if (name !== body) return mismatch(`Mcp-Name header ${quote(raw)} does not match the body's params.${field} ${quote(String(body))}`);
   return undefined;
 }
@@ -140,11 +141,18 @@ function quote(value: string): string {
   return JSON.stringify(value.length > 120 ? `${value.slice(0, 120)}…` : value);
 }
 
-/** SEP-2243: a value that is not header-safe travels as `=?base64?<utf-8 as base64>?=`. */
-export function decodeHeaderValue(value: string): string {
+/**
+ * SEP-2243: a value that is not header-safe travels as `=?base64?<utf-8 as base64>?=`. `undefined`
+ * for a sentinel whose payload is not canonical base64 of UTF-8 (the revision says to reject it).
+ */
+export function decodeHeaderValue(value: string): string | undefined {
   if (!value.startsWith('=?base64?') || !value.endsWith('?=')) return value;
   const b64 = value.slice('=?base64?'.length, -2);
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64)) return value;
-  // atob and TextDecoder, not Buffer: the web bridge runs where Node's globals do not.
-  return new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+  if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(b64)) return undefined;
+  try {
+    // atob and TextDecoder, not Buffer: the web bridge runs where Node's globals do not.
+    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+  } catch {
+    return undefined;
+  }
 }

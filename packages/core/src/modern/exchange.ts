@@ -16,6 +16,8 @@ export interface ExchangeContext {
   handshake: Handshake;
   /** The server's request id for this exchange, once it went in; the client left: cancel it. */
   cancel(reason: string): void;
+  /** `resources/read`: the URI asked for (a not-found error names it, SEP-2164). */
+  uri?: string;
 }
 
 /**
@@ -50,7 +52,11 @@ export class Exchange implements Reply {
         delete out.result;
         out.error = error;
       }
-    } else if (out.error) recodeError(out.error);
+    } else if (out.error) {
+      recodeError(out.error);
+      const error = out.error as { code: number; data?: unknown };
+      if (this.ctx.uri !== undefined && error.code === -32602 && error.data === undefined) error.data = { uri: this.ctx.uri };
+    }
     const json = JSON.stringify(out);
     if (this.conn) {
       this.conn.write(messageEvent(undefined, json));

@@ -11,6 +11,7 @@ import { discoverResult } from './discover.js';
 import { checkModernVersion, checkRoutingHeaders, ModernErrorCode, readEnvelope, type Envelope } from './envelope.js';
 import { Exchange } from './exchange.js';
 import { ListenStreams } from './listen.js';
+import { checkParamHeaders } from './param-headers.js';
 import { sendResult } from './results.js';
 import { declaresTasks, tasksRequired } from './tasks.js';
 import type { ModernServer } from './servers.js';
@@ -92,7 +93,13 @@ function dispatch(ctx: EngineContext, req: CoreRequest, res: CoreResponder, run:
   const channel = server.channel;
   const tasks = ctx.tasks;
   const isCall = message.method === 'tools/call';
-  const mode = isCall ? server.taskModes.get(String(message.params?.name)) : undefined;
+  const tool = isCall ? String(message.params?.name) : undefined;
+  const mode = tool === undefined ? undefined : server.tools.taskModes.get(tool);
+  const declaredHeaders = tool === undefined ? undefined : server.tools.paramHeaders.get(tool);
+  if (declaredHeaders) {
+    const mismatch = checkParamHeaders(declaredHeaders, message.params?.arguments, req.headers);
+    if (mismatch) return sendRejection(res, mismatch, message.id);
+  }
   const declared = tasks !== undefined && isCall && declaresTasks(envelope);
   if (mode === 'required' && !declared)
     return sendRejection(res, tasksRequired(`the tool ${JSON.stringify(message.params?.name)}`), message.id);
@@ -103,10 +110,18 @@ function dispatch(ctx: EngineContext, req: CoreRequest, res: CoreResponder, run:
     maxBufferedBytes: ctx.options.maxBufferedBytes,
     handshake: server.handshake,
     cancel: (reason) => channel.cancel(serverId, reason),
+    uri: message.method === 'resources/read' && typeof message.params?.uri === 'string' ? message.params.uri : undefined,
   });
   server.lastUsed = Date.now();
   const requestInfo = requestInfoOf(req);
-  rememberParams(requestInfo, message.params);
+  const params = message.params;
+  // SDK v1 handlers read a retry's answers through inputResponses(extra): remember them, if any.
+  if (params && (params.inputResponses !== undefined || params.requestState !== undefined)) rememberParams(requestInfo, params);
+  // SEP-2663: a 2025-style `task` hint is ignored (SDK v1 would act on it).
+  if (isCall && params && 'task' in params) {
+    const { task: _ignored, ...rest } = params;
+    message.params = rest;
+  }
   const extra = messageExtra(req, requestInfo, server.major === 'v2', noPolling, noPolling);
   const toTask = { request: message, extra, envelope, req };
   if (declared) extra.closeSSEStream = (retryMs) => tasks.start(exchange, server, serverId, toTask, retryMs ?? ctx.options.retryMs);

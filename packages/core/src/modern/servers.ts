@@ -4,6 +4,7 @@ import { bindModernEra, sdkMajorOf, type ConnectableServer, type SdkMajor } from
 import { asError } from '../util/errors.js';
 import { ModernChannel, type Reply } from './channel.js';
 import type { Envelope } from './envelope.js';
+import { paramHeadersOf, type ParamHeader } from './param-headers.js';
 
 /** What the server said about itself in the handshake: what `server/discover` answers. */
 export interface Handshake {
@@ -21,8 +22,8 @@ export interface ModernServer {
   readonly major: SdkMajor;
   readonly channel: ModernChannel;
   readonly handshake: Handshake;
-  /** The tools marked to run as tasks, from the server's tools/list (read again when it changes). */
-  taskModes: Map<string, TaskMode>;
+  /** What mcp-kit must know of the server's tools (read again when they change). */
+  tools: ToolFacts;
   lastUsed: number;
 }
 
@@ -50,15 +51,14 @@ export class ModernServers {
     const key = identityKey(envelope);
     let entry = this.servers.get(key);
     if (entry === undefined) {
-      entry = this.build(key, envelope);
+      entry = this.build(key, envelope).then((server) => {
+        this.ready.set(key, server);
+        return server;
+      });
       this.servers.set(key, entry);
       // A server that could not be built is not kept: the next request tries again.
       entry.catch(() => this.servers.delete(key));
       this.trim();
-    } else {
-      // Map order is recency order: the most recently used key goes last.
-      this.servers.delete(key);
-      this.servers.set(key, entry);
     }
     return entry;
   }
@@ -67,6 +67,7 @@ export class ModernServers {
   async close(): Promise<void> {
     const all = [...this.servers.values()];
     this.servers.clear();
+    this.ready.clear();
     await Promise.all(
       all.map((entry) =>
         entry.then(
@@ -88,11 +89,11 @@ export class ModernServers {
     }
     const holder: { built?: ModernServer } = {};
     const broadcast = (message: JSONRPCMessage) => {
-      // The tools changed: their task marks may have too.
+      // The tools changed: their task marks and parameter headers may have too.
       const built = holder.built;
       if (built && 'method' in message && message.method === 'notifications/tools/list_changed') {
-        void listTaskModes(built.channel).then(
-          (modes) => (built.taskModes = modes),
+        void listTools(built.channel).then(
+          (tools) => (built.tools = tools),
           () => undefined,
         );
       }
@@ -104,26 +105,26 @@ export class ModernServers {
     await server.connect(channel as never);
     const major = sdkMajorOf(server);
     const handshake = await handshakeWith(channel, envelope);
-    const taskModes = handshake.capabilities.tools ? await listTaskModes(channel) : new Map<string, TaskMode>();
+    const tools = handshake.capabilities.tools ? await listTools(channel) : { taskModes: new Map(), paramHeaders: new Map() };
     if (major === 'v2') bindModernEra(server, envelope.protocolVersion);
-    holder.built = { key, major, channel, handshake, taskModes, lastUsed: Date.now() };
+    holder.built = { key, major, channel, handshake, tools, lastUsed: Date.now() };
     return holder.built;
   }
 
-  /** Keeps at most `maxModernServers`, closing the least recently used idle ones. */
+  /** Keeps at most `maxModernServers`, closing the least recently used ones (a request sets `lastUsed`). */
   private trim(): void {
-    let excess = this.servers.size - this.options.maxModernServers;
-    for (const [key, entry] of this.servers) {
-      if (excess <= 0) break;
-      excess--;
-      this.servers.delete(key);
+    if (this.servers.size <= this.options.maxModernServers) return;
+    const built = [...this.ready.values()].sort((a, b) => a.lastUsed - b.lastUsed);
+    for (const server of built.slice(0, this.servers.size - this.options.maxModernServers)) {
+      this.servers.delete(server.key);
+      this.ready.delete(server.key);
       // A server with requests in flight finishes them; it closes once they are answered.
-      void entry.then(
-        (s) => closeWhenIdle(s.channel),
-        () => undefined,
-      );
+      closeWhenIdle(server.channel);
     }
   }
+
+  /** The servers whose handshake is done, by key. */
+  private readonly ready = new Map<string, ModernServer>();
 }
 
 function identityKey(envelope: Envelope): string {
@@ -191,20 +192,28 @@ export function taskTool(mode: TaskMode): { [TASK_META_KEY]: TaskMode } {
   return { [TASK_META_KEY]: mode };
 }
 
-/** Reads which tools are marked to run as tasks, through all pages of the server's tools/list. */
-async function listTaskModes(channel: ModernChannel): Promise<Map<string, TaskMode>> {
-  const modes = new Map<string, TaskMode>();
+/** What mcp-kit reads off the server's tools: which run as tasks, which arguments travel as headers too. */
+export interface ToolFacts {
+  taskModes: Map<string, TaskMode>;
+  paramHeaders: Map<string, ParamHeader[]>;
+}
+
+/** Reads the tools' facts through all pages of the server's tools/list. */
+async function listTools(channel: ModernChannel): Promise<ToolFacts> {
+  const facts: ToolFacts = { taskModes: new Map(), paramHeaders: new Map() };
   let cursor: string | undefined;
   for (let page = 0; page < 100; page++) {
     const result = await ask(channel, 'tools/list', cursor === undefined ? {} : { cursor });
-    for (const tool of (result.tools ?? []) as Array<{ name: string; _meta?: Record<string, unknown> }>) {
+    for (const tool of (result.tools ?? []) as Array<{ name: string; inputSchema?: unknown; _meta?: Record<string, unknown> }>) {
       const mode = tool._meta?.[TASK_META_KEY];
-      if (mode === 'required' || mode === 'preferred') modes.set(tool.name, mode);
+      if (mode === 'required' || mode === 'preferred') facts.taskModes.set(tool.name, mode);
+      const headers = paramHeadersOf(tool.inputSchema);
+      if (headers.length > 0) facts.paramHeaders.set(tool.name, headers);
     }
     cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
     if (cursor === undefined) break;
   }
-  return modes;
+  return facts;
 }
 
 /** A request of mcp-kit's own to the server, answered through the channel. */
