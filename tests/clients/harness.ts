@@ -154,6 +154,7 @@ export function expectModernWire(wire: WireLog): void {
     expect(e.headers.get('mcp-session-id')).toBeNull();
     expect(e.headers.get('mcp-protocol-version')).toBe(MODERN);
     expect(e.body?.params?._meta?.['io.modelcontextprotocol/protocolVersion']).toBe(MODERN);
+    expect(e.status, e.body?.method).toBeOneOf([200, 202]);
   }
 }
 
@@ -164,5 +165,7 @@ export function expectLegacyWire(wire: WireLog): void {
   for (const e of after) {
     expect(e.headers.get('mcp-session-id'), `${e.method} ${e.body?.method ?? ''}`).toBeTruthy();
     expect(e.body?.params?._meta?.['io.modelcontextprotocol/protocolVersion']).toBeUndefined();
+    // A standalone GET may still be waiting for its headers when a quick test asserts.
+    if (e.method === 'POST' || e.status !== undefined) expect(e.status, `${e.method} ${e.body?.method ?? ''}`).toBeOneOf([200, 202]);
   }
 }

@@ -162,6 +162,13 @@ describe.each(targets)('Python SDK client: $key', ({ key, cases }) => {
       expect(r.simpleText).toEqual({ content: [{ type: 'text', text: SIMPLE_TEXT }], isError: false });
       // auto learns the server from server/discover; the other modes do not ask.
       expect(r.requests.filter((q) => q.rpc === 'server/discover')).toHaveLength(mode === 'auto' ? 1 : 0);
+      // Every request succeeded, except the probe of a client that then fell back to legacy.
+      const refusedProbe = (q: PythonRequest) => q.rpc === 'server/discover' && era === LEGACY;
+      // (A standalone GET may have had no answer yet when the client left.)
+      const answered = (q: PythonRequest) => q.method === 'POST' || q.status !== null;
+      for (const q of r.requests.filter((q) => !refusedProbe(q) && answered(q))) {
+        expect(q.status, `${q.method} ${q.rpc ?? ''}`).toBeOneOf([200, 202, 204]);
+      }
       if (era === MODERN) {
         expect(r.requests.filter((q) => q.rpc === 'initialize')).toEqual([]);
         for (const q of r.requests) {
