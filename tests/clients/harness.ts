@@ -1,6 +1,6 @@
 /**
- * What the real-client suites share: which fixture server each adapter serves (the factory is a
- * parameter, so an SDK v2 fixture joins by adding a row), the long_task workloads for each era,
+ * What the real-client suites share: which fixture servers the adapters serve (a factory and the
+ * environment that picks it in the example apps, one row per SDK major), the long_task workloads,
  * and a fetch that records every exchange a TypeScript client makes, bodies included, so a test
  * can assert on what crossed the wire and not only on what the client chose to surface.
  */
