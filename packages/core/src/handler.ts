@@ -7,6 +7,8 @@ import { ErrorCode, reject, sendRejection } from './http/errors.js';
 import { checkHostAndOrigin, checkMethod, header, isLoopbackAddress } from './http/rules.js';
 import { resolveOptions, type McpHandlerOptions, type ResolvedOptions } from './options.js';
 import type { CoreRequest, CoreResponder } from './ports/http.js';
+import type { EngineListener } from './telemetry/hub.js';
+import { observeRequest } from './telemetry/request.js';
 
 /**
  * The framework-neutral MCP endpoint. Adapters turn framework requests into {@link CoreRequest}s
@@ -25,7 +27,23 @@ export class McpHandler {
    * Serves one HTTP request: checks what every request must pass (method, Host and Origin), then
    * hands it to the verb's module. Resolves once the response has started (streams go on after).
    */
-  async handle(req: CoreRequest, res: CoreResponder): Promise<void> {
+  handle(req: CoreRequest, res: CoreResponder): Promise<void> {
+    const { telemetry } = this.ctx.options;
+    // Only while somebody listens: the answer's status and time are recorded (see telemetry/).
+    if (telemetry.on) return observeRequest(this.ctx, req, res, (r) => this.serve(req, r));
+    return this.serve(req, res);
+  }
+
+  /**
+   * Subscribes to what the engine does (sessions, streams, resumes, tasks, requests; see
+   * `EngineEvent`): for a live page, logs or tests. Returns the unsubscribe function. Session and
+   * stream ids come as non-reversible hashes.
+   */
+  observe(listener: EngineListener): () => void {
+    return this.ctx.options.telemetry.subscribe(listener);
+  }
+
+  private async serve(req: CoreRequest, res: CoreResponder): Promise<void> {
     const ctx = this.ctx;
     if (ctx.closing) {
       const retryAfter = String(Math.max(1, Math.ceil(ctx.options.retryMs / 1000)));

@@ -5,6 +5,7 @@ import type { EventStore } from './ports/event-store.js';
 import type { TaskStore } from './ports/task-store.js';
 import { MemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-store.js';
 import type { ConnectableServer } from './sdk/server.js';
+import { TelemetryHub } from './telemetry/hub.js';
 import { nonNegativeInt, positiveInt } from './util/numbers.js';
 
 export type { ConnectableServer } from './sdk/server.js';
@@ -177,6 +178,8 @@ export interface ResolvedOptions {
   legacyPolling: boolean;
   onError: (error: Error) => void;
   cluster: SessionCluster | undefined;
+  /** Where the engine's events go (see `McpHandler.observe`). */
+  telemetry: TelemetryHub;
 }
 
 export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
@@ -184,6 +187,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     throw new TypeError('createMcpHandler: `server` must be a function that returns a new McpServer, e.g. { server: () => buildServer() }');
   }
   const allowedHosts = (options.allowedHosts ?? [...LOCAL_HOSTS]).map((h) => h.toLowerCase());
+  const onError = options.onError ?? ((error: Error) => console.error('[mcp-kit]', error));
   const store = options.eventStore;
   return {
     server: options.server,
@@ -213,8 +217,9 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     allowedHosts,
     allowedOrigins: (options.allowedOrigins ?? allowedHosts).map((o) => o.toLowerCase().replace(/\/$/, '')),
     legacyPolling: options.legacyPolling ?? false,
-    onError: options.onError ?? ((error) => console.error('[mcp-kit]', error)),
+    onError,
     cluster: options.stateless ? undefined : options.cluster,
+    telemetry: new TelemetryHub(onError),
   };
 }
 

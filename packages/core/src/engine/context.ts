@@ -40,6 +40,8 @@ export class EngineContext {
   draining = false;
   /** Requests handed over while draining, to spread them over the peers. */
   handOvers = 0;
+  /** What the verbs learned of a request, for its telemetry (filled only while somebody listens). */
+  readonly facts = new WeakMap<CoreRequest, { era: 'legacy' | 'modern'; mcpMethod?: string; tool?: string }>();
 
   constructor(readonly options: ResolvedOptions) {
     this.registry = new SessionRegistry(options);
@@ -64,11 +66,19 @@ export class EngineContext {
 
   /** What the store holds of a stream after `afterSeq`; `undefined` when the store failed (reported). */
   async replay(sessionId: string, streamId: string, afterSeq: number): Promise<ReplayResult | undefined> {
+    const { telemetry } = this.options;
+    const started = telemetry.on ? performance.now() : 0;
+    let ok = false;
     try {
-      return await this.options.eventStore.replayAfter(sessionId, streamId, afterSeq);
+      const result = await this.options.eventStore.replayAfter(sessionId, streamId, afterSeq);
+      ok = true;
+      return result;
     } catch (error) {
       this.options.onError(asError(error, 'event store replay failed'));
       return undefined;
+    } finally {
+      if (telemetry.on)
+        telemetry.emit({ type: 'store', at: Date.now(), store: 'events', op: 'replayAfter', ms: performance.now() - started, ok });
     }
   }
 }

@@ -11,6 +11,6 @@ export async function serveDelete(ctx: EngineContext, req: CoreRequest, res: Cor
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
   const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, undefined) : found.session;
   if (!session) return;
-  session.terminate(undefined);
+  session.terminate(undefined, 'delete');
   res.send(200, {}, undefined);
 }

@@ -76,5 +76,5 @@ export async function drain(ctx: EngineContext, deadlineMs: number): Promise<voi
   // What is left: idle sessions without a cluster (they end as at close), or calls past the deadline.
   const left = [...registry.sessions.values()];
   if (canHandOff) await Promise.all(left.map((session) => registry.handOff(session, options.retryMs)));
-  else for (const session of left) session.terminate(options.retryMs);
+  else for (const session of left) session.terminate(options.retryMs, 'shutdown');
 }

@@ -33,6 +33,7 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   // These refuse the request before any session or server sees it: its id may be echoed.
   if (typeof era !== 'string') return sendRejection(res, era, readableId(body));
   if (!ctx.options.eras[era]) return sendRejection(res, eraNotServed(era, body, req.headers), readableId(body));
+  if (ctx.options.telemetry.on) ctx.facts.set(req, factsOf(era, body));
   const sessionless = era === 'modern' || ctx.options.stateless || isInitialize(body);
   // Draining: nothing new starts here (without a cluster, a session's own requests still do).
   if (sessionless && ctx.draining && !servedWhileDraining(req)) return handOver(ctx, req, res, text());
@@ -153,4 +154,12 @@ async function respond(
   const opened = session.openStream(stream, res, resumable);
   if (opened !== true && !(await opened)) return;
   session.dispatch(parsed.messages, req);
+}
+
+/** The era, method and tool of a single message, for telemetry. */
+function factsOf(era: 'legacy' | 'modern', body: unknown): { era: 'legacy' | 'modern'; mcpMethod?: string; tool?: string } {
+  const message = (Array.isArray(body) ? undefined : body) as { method?: unknown; params?: { name?: unknown } } | undefined;
+  const mcpMethod = typeof message?.method === 'string' ? message.method : undefined;
+  const tool = mcpMethod === 'tools/call' && typeof message?.params?.name === 'string' ? message.params.name : undefined;
+  return { era, mcpMethod, tool };
 }

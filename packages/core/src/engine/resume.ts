@@ -5,6 +5,7 @@ import type { CoreResponder } from '../ports/http.js';
 import type { SseConnection } from '../streams/connection.js';
 import { primingEvent } from '../streams/frames.js';
 import type { Session } from '../session/session.js';
+import { replayed, watchConnection } from '../telemetry/watch.js';
 import type { EngineContext } from './context.js';
 
 /**
@@ -20,15 +21,24 @@ export async function resume(
 ): Promise<void> {
   const cursor = parseEventId(lastEventId);
   if (!cursor) return sendRejection(res, malformedCursor(lastEventId));
-  const replayed = await ctx.replay(session.sessionId as string, cursor.streamId, cursor.seq);
-  if (replayed === undefined) return sendRejection(res, unavailable('the event store'));
-  if (!replayed.ok) return sendRejection(res, replayRejection(replayed.reason));
+  const replayedFrames = await ctx.replay(session.sessionId as string, cursor.streamId, cursor.seq);
+  if (replayedFrames === undefined) return sendRejection(res, unavailable('the event store'));
+  if (!replayedFrames.ok) return refuseCursor(ctx, res, session.sessionId as string, cursor.streamId, replayedFrames.reason);
   const conn = session.newConnection(res);
   let active = session.activeStream(cursor.streamId);
+  const { telemetry } = ctx.options;
+  if (telemetry.on) {
+    const awayMs = active?.closedAt === undefined ? undefined : Date.now() - active.closedAt;
+    if (active) active.closedAt = undefined;
+    watchConnection(telemetry, session.sessionId as string, cursor.streamId, conn, 'resume', {
+      ...replayed(replayedFrames.frames),
+      awayMs,
+    });
+  }
   if (active ? active.polling : polling)
     conn.write(primingEvent(eventId(cursor.streamId, cursor.seq), active?.retryMs ?? ctx.options.retryMs));
-  await conn.replay(replayed.frames);
-  const caught = await catchUp(ctx, session, conn, cursor.streamId, replayed);
+  await conn.replay(replayedFrames.frames);
+  const caught = await catchUp(ctx, session, conn, cursor.streamId, replayedFrames);
   if (caught === undefined || conn.closed) return;
   if (session.closed) return conn.end(ctx.closing ? ctx.options.retryMs : undefined);
   active = session.activeStream(cursor.streamId);
@@ -67,4 +77,19 @@ async function catchUp(
     if (!progressed && !active) break;
   }
   return { lastSeq, complete };
+}
+
+/** A cursor the store cannot replay from: 410 when evicted (reported), 404 when unknown. */
+export function refuseCursor(
+  ctx: EngineContext,
+  res: CoreResponder,
+  sessionId: string,
+  streamId: string,
+  reason: 'unknown' | 'evicted',
+): void {
+  const { telemetry } = ctx.options;
+  if (reason === 'evicted' && telemetry.on) {
+    telemetry.emit({ type: 'cursor.evicted', at: Date.now(), session: telemetry.hash(sessionId), stream: telemetry.hash(streamId) });
+  }
+  sendRejection(res, replayRejection(reason));
 }

@@ -15,7 +15,7 @@ export async function connectServer(ctx: EngineContext, session: Session, res: C
     await newServer(ctx, session, false);
     return true;
   } catch (error) {
-    session.terminate(undefined);
+    session.terminate(undefined, 'error');
     ctx.options.onError(asError(error, 'server factory failed'));
     res.send(500, JSON_HEADERS, errorBody(ErrorCode.InternalError, 'Internal error: could not create the MCP server'));
     return false;
@@ -27,10 +27,19 @@ export async function connectServer(ctx: EngineContext, session: Session, res: C
  * that fails the session cannot go on: it ends (500 now, 404 next, and the client re-initializes).
  */
 export async function wake(ctx: EngineContext, session: Session, res: CoreResponder): Promise<boolean> {
+  const started = Date.now();
   try {
     await session.server.wake(() => newServer(ctx, session, true));
+    const { telemetry } = ctx.options;
+    if (telemetry.on)
+      telemetry.emit({
+        type: 'session.wake',
+        at: Date.now(),
+        session: telemetry.hash(session.sessionId as string),
+        ms: Date.now() - started,
+      });
   } catch (error) {
-    session.terminate(undefined);
+    session.terminate(undefined, 'error');
     ctx.options.onError(asError(error, 'restoring a hibernated session failed'));
     res.send(500, JSON_HEADERS, errorBody(ErrorCode.InternalError, 'Internal error: could not restore the MCP server of this session'));
     return false;

@@ -21,7 +21,8 @@ export function paramHeadersOf(schema: unknown, path: string[] = []): ParamHeade
     const p = property as { 'x-mcp-header'?: unknown; type?: unknown } | null;
     if (typeof p !== 'object' || p === null) continue;
     const name = p['x-mcp-header'];
-    if (typeof name === 'string' && name !== '') found.push({ name: name.toLowerCase(), path: [...path, key], type: typeof p.type === 'string' ? p.type : undefined });
+    if (typeof name === 'string' && name !== '')
+      found.push({ name: name.toLowerCase(), path: [...path, key], type: typeof p.type === 'string' ? p.type : undefined });
     found.push(...paramHeadersOf(p, [...path, key]));
   }
   return found;
@@ -47,7 +48,9 @@ export function checkParamHeaders(declared: ParamHeader[], args: unknown, header
     if (decoded === undefined) return mismatch(`the ${headerName} header carries an invalid base64 value`);
     const numeric = (decl.type === 'integer' || decl.type === 'number') && typeof value === 'number' && /^-?\d+(\.\d+)?$/.test(decoded);
     if (numeric ? Number(decoded) !== value : decoded !== body) {
-      return mismatch(`the ${headerName} header decodes to ${JSON.stringify(decoded)} but the body carries ${decl.path.join('.')}=${JSON.stringify(value)}`);
+      return mismatch(
+        `the ${headerName} header decodes to ${JSON.stringify(decoded)} but the body carries ${decl.path.join('.')}=${JSON.stringify(value)}`,
+      );
     }
   }
   return undefined;

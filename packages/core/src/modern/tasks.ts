@@ -108,10 +108,12 @@ export class Tasks implements TaskSignalListener {
       extra: run.extra,
       onError: options.onError,
       done: (taskId) => this.running.delete(taskId),
+      status: (taskId, status) => this.report(taskId, status),
     });
     task.serverId = serverId;
     server.channel.rebind(serverId, task);
     this.running.set(record.taskId, task);
+    this.report(record.taskId, 'working');
     creation.then(
       () => exchange.handOff(createTaskResult(record)),
       (error: unknown) => {
@@ -136,7 +138,10 @@ export class Tasks implements TaskSignalListener {
     const store = this.ctx.options.taskStore;
     if (message.method === 'tasks/get') return sendResult(res, id, detailed(found));
     if (message.method === 'tasks/cancel') {
-      if (!TERMINAL_STATUSES.has(found.status)) await store.cancel(found.taskId, 'cancelled by the client');
+      if (!TERMINAL_STATUSES.has(found.status)) {
+        await store.cancel(found.taskId, 'cancelled by the client');
+        this.report(found.taskId, 'cancelled');
+      }
       return sendResult(res, id, { resultType: 'complete' });
     }
     const responses = params.inputResponses;
@@ -145,6 +150,11 @@ export class Tasks implements TaskSignalListener {
     }
     if (!TERMINAL_STATUSES.has(found.status)) await store.answer(found.taskId, responses as Record<string, unknown>);
     sendResult(res, id, { resultType: 'complete' });
+  }
+
+  private report(taskId: string, status: string): void {
+    const { telemetry } = this.ctx.options;
+    if (telemetry.on) telemetry.emit({ type: 'task', at: Date.now(), task: telemetry.hash(taskId), status });
   }
 
   /** Stops every task running here (shutdown): they fail, as their instance is going away. */
@@ -173,6 +183,7 @@ export class Tasks implements TaskSignalListener {
     if (alive !== false) return task;
     const error = { code: -32603, message: `the server instance running this task (${task.owner}) was lost; its work did not finish` };
     await store.update(taskId, { status: 'failed', error, statusMessage: error.message });
+    this.report(taskId, 'failed');
     return (await store.get(taskId)) ?? task;
   }
 }

@@ -16,6 +16,10 @@ export async function forward(
   body: string | undefined,
 ): Promise<boolean> {
   const request = { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url };
+  const { telemetry } = ctx.options;
+  const sessionId = req.headers['mcp-session-id'];
+  if (telemetry.on && typeof sessionId === 'string')
+    telemetry.emit({ type: 'forward', at: Date.now(), session: telemetry.hash(sessionId), to: owner.instanceId });
   try {
     await ctx.options.cluster!.forward(owner, request, res);
     return true;

@@ -1,5 +1,5 @@
 import { eventId, parseEventId } from '../events/ids.js';
-import { malformedCursor, replayRejection, sendRejection, unavailable } from '../http/errors.js';
+import { malformedCursor, sendRejection, unavailable } from '../http/errors.js';
 import type { SessionCluster, SessionOwner } from '../ports/cluster.js';
 import type { StreamListener, StreamSubscription } from '../ports/event-store.js';
 import type { CoreResponder } from '../ports/http.js';
@@ -7,6 +7,8 @@ import { SseConnection } from '../streams/connection.js';
 import { primingEvent, SSE_HEADERS } from '../streams/frames.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
+import { refuseCursor } from '../engine/resume.js';
+import { replayed, watchConnection } from '../telemetry/watch.js';
 
 /**
  * The live part of a resume served for another instance's session: what the owner keeps appending
@@ -69,7 +71,7 @@ export async function followRemote(
   const { eventStore: store, maxBufferedBytes, maxStreamDurationMs } = ctx.options;
   const result = await ctx.replay(remote.sessionId, cursor.streamId, cursor.seq);
   if (result === undefined) return sendRejection(res, unavailable('the event store'));
-  if (!result.ok) return sendRejection(res, replayRejection(result.reason));
+  if (!result.ok) return refuseCursor(ctx, res, remote.sessionId, cursor.streamId, result.reason);
   // The pace the tool last set (closeSSEStream), where the store keeps it; else the handler's.
   const retryMs = result.retryMs ?? ctx.options.retryMs;
   const tail = new RemoteTail(retryMs);
@@ -89,6 +91,7 @@ export async function followRemote(
     Date.now(),
   );
   ctx.registry.live.add(live);
+  watchConnection(ctx.options.telemetry, remote.sessionId, cursor.streamId, live, 'remote', replayed(result.frames));
   const timers: Array<ReturnType<typeof setTimeout>> = [];
   live.onClose(() => {
     ctx.registry.live.delete(live);

@@ -4,6 +4,7 @@ import type { SseConnection } from '../streams/connection.js';
 import { asError, settle } from '../util/errors.js';
 import type { RestoreRecord } from '../ports/cluster.js';
 import { adoptRecord, restoreRecordOf } from './record.js';
+import type { SessionEndReason } from '../telemetry/events.js';
 import { Session } from './session.js';
 
 /**
@@ -58,7 +59,7 @@ export class SessionRegistry {
       if (!session.evictable) continue;
       if (!idlest || session.lastActive < idlest.lastActive) idlest = session;
     }
-    idlest?.terminate(undefined);
+    idlest?.terminate(undefined, 'evict');
     return idlest !== undefined;
   }
 
@@ -81,6 +82,14 @@ export class SessionRegistry {
 
   private add(session: Session): Session {
     this.sessions.set(session.sessionId as string, session);
+    const { telemetry } = this.options;
+    if (telemetry.on)
+      telemetry.emit({
+        type: 'session.open',
+        at: Date.now(),
+        session: telemetry.hash(session.sessionId as string),
+        restored: session.adopted,
+      });
     const cluster = this.options.cluster;
     if (cluster?.saveRecord) {
       // Saved once the handshake is done and whenever the log level changes, for other instances to restore from.
@@ -148,7 +157,7 @@ export class SessionRegistry {
 
   private expire(session: Session, now: number): void {
     const cluster = this.options.cluster;
-    if (!cluster?.activeElsewhere) return session.terminate(undefined);
+    if (!cluster?.activeElsewhere) return session.terminate(undefined, 'expire');
     // Its client may be connected to another instance (a resumed stream served there).
     if (this.asking.has(session)) return;
     this.asking.add(session);
@@ -157,7 +166,8 @@ export class SessionRegistry {
         this.asking.delete(session);
         if (active) session.touch(now);
         // Still idle here too (no request or connection arrived while we asked)?
-        else if (session.openConnections === 0 && session.lastActive < now - this.options.sessionIdleTtlMs) session.terminate(undefined);
+        else if (session.openConnections === 0 && session.lastActive < now - this.options.sessionIdleTtlMs)
+          session.terminate(undefined, 'expire');
       },
       (error: unknown) => {
         // Unknown is not idle: ask again at the next sweep (maxSessions still bounds what is kept).
@@ -177,7 +187,7 @@ export class SessionRegistry {
    * restore record stay. Resolves once no instance will be sent here for it.
    */
   async handOff(session: Session, retryMs: number): Promise<void> {
-    session.terminate(retryMs, true);
+    session.terminate(retryMs, 'handoff');
     try {
       await this.options.cluster?.handOff?.(session.sessionId as string);
     } catch (error) {
@@ -196,19 +206,21 @@ export class SessionRegistry {
   close(retryMs: number): void {
     for (const t of this.timers) clearInterval(t);
     this.timers.length = 0;
-    for (const session of [...this.sessions.values()]) session.terminate(retryMs);
+    for (const session of [...this.sessions.values()]) session.terminate(retryMs, 'shutdown');
     for (const conn of [...this.live]) conn.end(retryMs);
   }
 
-  private readonly forgetFn = (session: Session, handedOff: boolean): void => this.forget(session, handedOff);
+  private readonly forgetFn = (session: Session, reason: SessionEndReason): void => this.forget(session, reason);
 
   /** A session ended: its events and its owner record go too; one handed off keeps both for its next instance. */
-  private forget(session: Session, handedOff: boolean): void {
+  private forget(session: Session, reason: SessionEndReason): void {
     const id = session.sessionId as string;
+    if (id === undefined) return;
     this.sessions.delete(id);
-    const { eventStore, cluster, onError } = this.options;
+    const { eventStore, cluster, onError, telemetry } = this.options;
+    if (telemetry.on) telemetry.emit({ type: 'session.close', at: Date.now(), session: telemetry.hash(id), reason });
     // Handed off: its events and record stay for the next instance (see handOff).
-    if (handedOff) return;
+    if (reason === 'handoff') return;
     settle(() => eventStore.deleteSession(id), onError, 'event store deleteSession failed');
     if (cluster) settle(() => cluster.release(id), onError, 'cluster release failed');
   }

@@ -36,6 +36,18 @@ export class StreamRoutes {
     return stream.kind === 'request' && stream.pending.size === 0;
   }
 
+  /**
+   * The SDK aborts a cancelled request's handler and sends it no response, so nothing would ever
+   * end its stream or free its id: it is released as if answered. The stream, if that was its last
+   * request (a falsy id is ignored, as the SDK does).
+   */
+  cancelled(requestId: unknown): Stream | undefined {
+    if ((typeof requestId !== 'string' && typeof requestId !== 'number') || !requestId) return undefined;
+    const stream = this.byRequest.get(requestId);
+    if (!stream || stream.json || !this.answer(stream, requestId)) return undefined;
+    return stream;
+  }
+
   /** The stream got its last answer: it is no longer open (its id stays a valid cursor in the store). */
   complete(stream: Stream): void {
     this.byId.delete(stream.id);
@@ -57,12 +69,12 @@ export class StreamRoutes {
 
   /** Ends the connections of streams whose clients poll, with the stream's retry hint (they come back). */
   endPolling(retryMs: number): void {
-    for (const stream of this.byId.values()) if (stream.polling) stream.endConnection(stream.retryMs ?? retryMs);
+    for (const stream of this.byId.values()) if (stream.polling) stream.endConnection(stream.retryMs ?? retryMs, 'shutdown');
   }
 
   /** Ends every stream's connection (with `retryMs`, as a server close) and forgets them all. */
   endAll(retryMs: number | undefined): void {
-    for (const stream of this.byId.values()) stream.endConnection(retryMs);
+    for (const stream of this.byId.values()) stream.endConnection(retryMs, retryMs === undefined ? undefined : 'shutdown');
     this.byId.clear();
     this.byRequest.clear();
     this.standalone = undefined;

@@ -5,6 +5,8 @@ import type { ResolvedOptions } from '../options.js';
 import type { CoreResponder } from '../ports/http.js';
 import { SseConnection } from '../streams/connection.js';
 import { ResponseHeaders } from '../streams/frames.js';
+import type { SessionEndReason } from '../telemetry/events.js';
+import { watchConnection } from '../telemetry/watch.js';
 import { Stream, type JsonReply } from '../streams/stream.js';
 import { messageExtra, requestInfoOf, type Inbound } from '../sdk/extra.js';
 import { asError } from '../util/errors.js';
@@ -48,8 +50,8 @@ export class Session implements Transport {
     readonly principal: string | undefined,
     private readonly options: ResolvedOptions,
     private readonly live: Set<SseConnection>,
-    /** `handedOff`: the session lives on elsewhere (its stored events and record stay). */
-    private readonly onTerminated: (session: Session, handedOff: boolean) => void,
+    /** `handoff`: the session lives on elsewhere (its stored events and record stay). */
+    private readonly onTerminated: (session: Session, reason: SessionEndReason) => void,
   ) {
     this.lastActive = Date.now();
     this.headers = new ResponseHeaders(sessionId);
@@ -89,7 +91,7 @@ export class Session implements Transport {
 
   async close(): Promise<void> {
     if (this.server.hibernated && !this.closed) return this.detachServer();
-    this.terminate(undefined);
+    this.terminate(undefined, 'delete');
   }
 
   // --- Requests in ---------------------------------------------------------------------------
@@ -224,18 +226,20 @@ export class Session implements Transport {
     if (this.closed || !this.server.canLetGo(this.routes.busy)) return false;
     // Protocol.close() calls our close(), which detaches instead of ending the session.
     this.server.letGo(this.options.onError);
+    const { telemetry } = this.options;
+    if (telemetry.on) telemetry.emit({ type: 'session.hibernate', at: Date.now(), session: telemetry.hash(this.sessionId as string) });
     return true;
   }
 
   /**
-   * Ends the session here: streams, the server, and (unless `handedOff`: it goes on on another
+   * Ends the session here: streams, the server, and (unless handed off: it goes on on another
    * instance) its stored events. `retryMs` tells clients to come back (shutdown, hand-off).
    */
-  terminate(retryMs: number | undefined, handedOff = false): void {
+  terminate(retryMs: number | undefined, reason: SessionEndReason = 'error'): void {
     if (this.closed) return;
     this.closed = true;
     this.routes.endAll(retryMs);
-    this.onTerminated(this, handedOff);
+    this.onTerminated(this, reason);
     // Protocol.close() calls our close() again; `closed` makes that a no-op.
     this.server.end(this.options.onError);
     this.onclose?.();
@@ -246,6 +250,9 @@ export class Session implements Transport {
   private putOnWire(stream: Stream, res: CoreResponder): true {
     const conn = this.newConnection(res);
     if (stream.polling) conn.write(stream.priming(stream.seq, this.options.retryMs));
+    if (this.options.telemetry.on && this.sessionId !== undefined) {
+      watchConnection(this.options.telemetry, this.sessionId, stream.id, conn, stream.kind === 'request' ? 'post' : 'get');
+    }
     this.attach(stream, conn);
     return true;
   }
@@ -275,29 +282,22 @@ export class Session implements Transport {
       if (this.sessionId === undefined && !stream.complete) this.terminate(undefined);
     });
     // A replaced connection may still be read: end it as a server close, so its client comes back.
-    previous?.end(stream.polling ? (stream.retryMs ?? this.options.retryMs) : undefined);
+    previous?.end(stream.polling ? (stream.retryMs ?? this.options.retryMs) : undefined, 'replaced');
     if (this.options.maxStreamDurationMs !== undefined && stream.polling) {
-      const timer = setTimeout(() => conn.end(this.options.retryMs), this.options.maxStreamDurationMs);
+      const timer = setTimeout(() => conn.end(this.options.retryMs, 'duration'), this.options.maxStreamDurationMs);
       conn.onClose(() => clearTimeout(timer));
     }
   }
 
-  private readonly overflowed = (conn: SseConnection): void => conn.end(this.options.retryMs);
+  private readonly overflowed = (conn: SseConnection): void => conn.end(this.options.retryMs, 'slow-reader');
   private readonly closeStandaloneFn = (retryMs?: number): boolean => this.closeStandalone(retryMs);
   private readonly finishFn = (stream: Stream): void => this.finish(stream);
   private readonly reportError = (error: Error): void => this.options.onError(error);
 
-  /**
-   * The SDK aborts a cancelled request's handler and sends it no response, so nothing would ever
-   * end its stream or free its id. Release it as if answered. (The SDK ignores a falsy id; so do we.)
-   */
+  /** A cancelled request gets no answer from the SDK: its stream ends once what was stored went out. */
   private releaseCancelled(requestId: unknown): void {
-    if ((typeof requestId !== 'string' && typeof requestId !== 'number') || !requestId) return;
-    const stream = this.routes.forRequest(requestId);
-    if (!stream || stream.json || !this.routes.answer(stream, requestId)) return;
-    // Frames still on their way to an asynchronous store go out first.
-    if (stream.storing) void stream.afterStored(() => this.finish(stream));
-    else this.finish(stream);
+    const stream = this.routes.cancelled(requestId);
+    if (stream) void stream.afterStored(() => this.finish(stream));
   }
 
   private detachServer(): void {
@@ -321,7 +321,7 @@ export class Session implements Transport {
       if (final) this.finish(stream);
       return RESOLVED;
     }
-    return stream.append(this.options.eventStore, json, final, this.reportError, this.finishFn);
+    return stream.append(this.options.eventStore, json, final, this.reportError, this.finishFn, this.options.telemetry);
   }
 
   private finish(stream: Stream): void {

@@ -1,4 +1,5 @@
 import type { SseSink } from '../ports/http.js';
+import type { CloseReason } from '../telemetry/events.js';
 import { KEEP_ALIVE, retryField } from './frames.js';
 
 /**
@@ -8,6 +9,10 @@ import { KEEP_ALIVE, retryField } from './frames.js';
  */
 export class SseConnection {
   closed = false;
+  /** Why it ended (see `CloseReason`); set when it closes. */
+  closeReason: CloseReason | undefined;
+  /** The retry hint it ended with, if the server ended it with one. */
+  closeRetryMs: number | undefined;
   lastWrite: number;
   /** Frames up to this sequence number came with a replay; live copies of them are skipped. */
   private replayedThrough = 0;
@@ -70,10 +75,15 @@ export class SseConnection {
     this.lastWrite = now;
   }
 
-  /** Ends the response; with `retryMs`, first tells the client when to come back. */
-  end(retryMs?: number): void {
+  /**
+   * Ends the response; with `retryMs`, first tells the client when to come back. `reason` says why
+   * (default: `server-close` with a retry hint, `complete` without).
+   */
+  end(retryMs?: number, reason?: CloseReason): void {
     if (this.closed) return;
     if (retryMs !== undefined) this.sink.write(retryField(retryMs));
+    this.closeReason = reason ?? (retryMs === undefined ? 'complete' : 'server-close');
+    this.closeRetryMs = retryMs;
     this.markClosed();
     this.sink.end();
   }
@@ -87,6 +97,7 @@ export class SseConnection {
   private markClosed(): void {
     if (this.closed) return;
     this.closed = true;
+    this.closeReason ??= 'client';
     this.wakeReplay?.();
     const first = this.closeListener;
     const more = this.moreCloseListeners;

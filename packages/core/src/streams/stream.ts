@@ -1,6 +1,8 @@
 import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
 import { eventId } from '../events/ids.js';
 import type { EventStore, StreamKey } from '../ports/event-store.js';
+import type { CloseReason } from '../telemetry/events.js';
+import type { TelemetryHub } from '../telemetry/hub.js';
 import { asError } from '../util/errors.js';
 import type { SseConnection } from './connection.js';
 import { messageEvent, primingEvent } from './frames.js';
@@ -26,6 +28,8 @@ export class Stream {
   complete = false;
   /** The retry the last closeSSEStream asked for; resumed streams repeat it so the pace sticks. */
   retryMs: number | undefined;
+  /** When the server last let go of the client's connection (closeSSEStream). */
+  closedAt: number | undefined;
   /** The store's key for this stream. */
   readonly key: StreamKey;
   /** JSON-response mode only. */
@@ -87,8 +91,8 @@ export class Stream {
   }
 
   /** Ends the attached connection; with `retryMs`, as a server close the client comes back from. */
-  endConnection(retryMs: number | undefined): void {
-    this.conn?.end(retryMs);
+  endConnection(retryMs: number | undefined, reason?: CloseReason): void {
+    this.conn?.end(retryMs, reason);
   }
 
   /**
@@ -100,6 +104,8 @@ export class Stream {
     if (!this.polling) return false;
     if (retryMs !== undefined) this.retryMs = retryMs;
     const retry = retryMs ?? this.retryMs ?? options.retryMs;
+    // When the client comes back, the telemetry reports how long it stayed away.
+    if (this.conn && !this.conn.closed) this.closedAt = Date.now();
     this.conn?.end(retry);
     const store = options.eventStore;
     if (store.closeTails && this.resumable && this.key.sessionId !== undefined) {
@@ -129,9 +135,20 @@ export class Stream {
     final: boolean,
     onError: (error: Error) => void,
     onFinal: (stream: Stream) => void,
+    telemetry: TelemetryHub,
   ): Promise<void> {
     const seq = ++this.seq;
     const frame = messageEvent(eventId(this.id, seq), json);
+    if (telemetry.on) {
+      telemetry.emit({
+        type: 'event',
+        at: Date.now(),
+        session: telemetry.hash(this.key.sessionId),
+        stream: telemetry.hash(this.id),
+        seq,
+        bytes: frame.length,
+      });
+    }
     let stored: void | Promise<void>;
     try {
       stored = store.append(this.key, seq, frame, final);

@@ -21,6 +21,8 @@ export interface RunningTaskContext {
   onError(error: Error): void;
   /** The task reached a terminal state here: forget it. */
   done(taskId: string): void;
+  /** A status the task took (for telemetry). */
+  status(taskId: string, status: string): void;
 }
 
 /**
@@ -153,6 +155,7 @@ export class RunningTask implements Reply {
   }
 
   private write(change: TaskChange): Promise<unknown> {
+    if (change.status !== undefined) this.ctx.status(this.taskId, change.status);
     this.queue = this.queue
       .then(() => this.ctx.store.update(this.taskId, change))
       .catch((error: unknown) => this.ctx.onError(asError(error, `task store update of ${this.taskId} failed`)));
