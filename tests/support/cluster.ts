@@ -1,35 +1,52 @@
 /**
- * Two (or more) Redis-backed instances of apps/express-example (built dist) behind a plain
- * round-robin HTTP proxy, for cross-instance tests and the cluster demo.
+ * Redis-backed instances of apps/express-example (built dist) behind a plain round-robin HTTP
+ * proxy, for cross-instance tests and the cluster demo. Every process here is started by the test
+ * and stopped by its PID.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { freePort } from './redis.js';
+import { freePort, startRedis, type TestRedis } from './redis.js';
 
 export const EXAMPLE_DIST = fileURLToPath(new URL('../../apps/express-example/dist/server.js', import.meta.url));
 
 export interface Instance {
   name: string;
   port: number;
+  /** Its own endpoint, bypassing the proxy. */
+  readonly url: string;
   readonly pid: number;
   readonly alive: boolean;
-  /** Everything the process printed. */
+  /** Everything the process printed, over all its runs. */
   readonly output: string;
+  /** What the current (or last) run printed. */
+  readonly runOutput: string;
+  /** How many times it was started. */
+  readonly runs: number;
   start(): Promise<void>;
   /** SIGKILL (a crash) or SIGTERM (a graceful shutdown); resolves when the process has exited. */
   stop(signal?: 'SIGKILL' | 'SIGTERM'): Promise<void>;
+  /** Resolves with the match once the current run's output matches `pattern` (already, or later). */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
 }
 
 export function instance(name: string, port: number, env: Record<string, string>): Instance {
   if (!existsSync(EXAMPLE_DIST)) throw new Error(`${EXAMPLE_DIST} is missing: run \`npx -y pnpm@10.34.9 build\` first`);
   let child: ChildProcess | undefined;
   let output = '';
-  return {
+  let runStart = 0;
+  let runs = 0;
+  const watchers = new Set<() => void>();
+  const append = (d: Buffer) => {
+    output += d;
+    for (const w of [...watchers]) w();
+  };
+  const self: Instance = {
     name,
     port,
+    url: `http://127.0.0.1:${port}/mcp`,
     get pid() {
       return child?.pid ?? -1;
     },
@@ -39,22 +56,27 @@ export function instance(name: string, port: number, env: Record<string, string>
     get output() {
       return output;
     },
+    get runOutput() {
+      return output.slice(runStart);
+    },
+    get runs() {
+      return runs;
+    },
     async start() {
+      runStart = output.length;
+      runs++;
       const c = spawn(process.execPath, [EXAMPLE_DIST], {
         env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), INSTANCE_NAME: name, ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child = c;
-      await new Promise<void>((resolve, reject) => {
-        const onData = (d: Buffer) => {
-          output += d;
-          if (output.includes(`:${port}/mcp`)) resolve();
-        };
-        c.stdout?.on('data', onData);
-        c.stderr?.on('data', (d: Buffer) => (output += d));
-        c.once('exit', (code) => reject(new Error(`${name} exited with ${code} before listening:\n${output}`)));
-        setTimeout(() => reject(new Error(`${name} did not start within 15 s:\n${output}`)), 15_000).unref();
-      });
+      c.stdout?.on('data', append);
+      c.stderr?.on('data', append);
+      const exited = new Promise<never>((_, reject) =>
+        c.once('exit', (code, signal) => reject(new Error(`${name} exited (${code ?? signal}) before listening:\n${self.runOutput}`))),
+      );
+      exited.catch(() => {});
+      await Promise.race([self.waitFor(new RegExp(`:${port}/mcp`), 15_000), exited]);
     },
     async stop(signal = 'SIGTERM') {
       const c = child;
@@ -63,7 +85,30 @@ export function instance(name: string, port: number, env: Record<string, string>
       process.kill(c.pid as number, signal);
       await exited;
     },
+    waitFor(pattern, timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const m = self.runOutput.match(pattern);
+          if (!m) return false;
+          done();
+          resolve(m);
+          return true;
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`${name}: no ${pattern} within ${timeoutMs} ms:\n${self.runOutput.slice(-4_000)}`));
+        }, timeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          watchers.delete(watcher);
+        };
+        const watcher = () => void check();
+        watchers.add(watcher);
+        check();
+      });
+    },
   };
+  return self;
 }
 
 /** One request as the proxy saw it. */
@@ -75,9 +120,14 @@ export interface ProxiedRequest {
   lastEventId: string | undefined;
   /** Index of the backend the proxy sent it to. */
   backend: number;
+  /** The backend's status, or 502 when the proxy could not get an answer (see `error`). */
   status: number;
   /** The `x-served-by` of the answer: the instance that actually served it (after any forward). */
   servedBy: string | undefined;
+  /** When the proxy got the answer's head. */
+  at: number;
+  /** Set when the proxy answered itself: why the backend gave no answer. */
+  error?: string;
 }
 
 export interface RoundRobinProxy {
@@ -98,10 +148,15 @@ function kindOf(method: string, body: string): string {
   }
 }
 
+// A proxy does not pass these on (RFC 9110 §7.6.1); each upstream request has its own connection.
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer'];
+
 /**
  * A plain round-robin reverse proxy: each request goes to the next backend in turn, with no
- * session affinity. A backend that refuses the connection is skipped (as a load balancer's health
- * check would); responses, SSE included, are piped through as they come.
+ * session affinity. A backend whose connection fails before the request reached it (refused, or
+ * reset by a listener that is closing) is skipped, as a load balancer does; responses, SSE
+ * included, are piped through as they come. Each upstream request gets a connection of its own,
+ * so a backend that shuts down never receives a request on a keep-alive socket it is closing.
  */
 export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy> {
   let turn = 0;
@@ -112,34 +167,46 @@ export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy>
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       const header = (h: IncomingHttpHeaders, name: string) => (typeof h[name] === 'string' ? (h[name] as string) : undefined);
-      const send = (attempt: number) => {
-        const backend = turn++ % ports.length;
+      const headers = { ...req.headers };
+      for (const h of HOP_BY_HOP) delete headers[h];
+      const entry = (backend: number, status: number, servedBy: string | undefined, error?: string): ProxiedRequest => ({
+        method: req.method ?? '',
+        kind: kindOf(req.method ?? '', body.toString('utf8')),
+        sessionId: header(req.headers, 'mcp-session-id'),
+        lastEventId: header(req.headers, 'last-event-id'),
+        backend,
+        status,
+        servedBy,
+        at: Date.now(),
+        ...(error ? { error } : {}),
+      });
+      // Round robin; a retry goes to a backend this request has not tried yet.
+      const send = (tried: number[]) => {
+        let backend = turn++ % ports.length;
+        while (tried.includes(backend)) backend = (backend + 1) % ports.length;
         const upstream = request(
-          { host: '127.0.0.1', port: ports[backend], method: req.method, path: req.url, headers: req.headers },
+          { host: '127.0.0.1', port: ports[backend], method: req.method, path: req.url, headers, agent: false },
           (up) => {
-            log.push({
-              method: req.method ?? '',
-              kind: kindOf(req.method ?? '', body.toString('utf8')),
-              sessionId: header(req.headers, 'mcp-session-id'),
-              lastEventId: header(req.headers, 'last-event-id'),
-              backend,
-              status: up.statusCode ?? 0,
-              servedBy: header(up.headers, 'x-served-by'),
-            });
-            res.writeHead(up.statusCode ?? 502, up.headers);
+            log.push(entry(backend, up.statusCode ?? 0, header(up.headers, 'x-served-by')));
+            const answer = { ...up.headers };
+            for (const h of HOP_BY_HOP) delete answer[h];
+            res.writeHead(up.statusCode ?? 502, answer);
             up.pipe(res);
             up.on('error', () => res.destroy());
           },
         );
         upstream.on('error', (error: NodeJS.ErrnoException) => {
-          if (error.code === 'ECONNREFUSED' && attempt + 1 < ports.length) return send(attempt + 1);
-          if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+          // Nothing reached the backend (refused, or reset by a listener that was closing): try another.
+          if (error.syscall === 'connect' && tried.length + 1 < ports.length) return send([...tried, backend]);
+          if (res.headersSent) return void res.destroy();
+          log.push(entry(backend, 502, undefined, error.code ?? error.message));
+          res.writeHead(502, { 'content-type': 'text/plain' });
           res.end(`proxy: ${error.message}`);
         });
         res.on('close', () => upstream.destroy());
         upstream.end(body);
       };
-      send(0);
+      send([]);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -150,6 +217,52 @@ export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy>
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export interface TestCluster {
+  redis: TestRedis;
+  instances: Instance[];
+  proxy: RoundRobinProxy;
+  /** The instance named `name` (as in `x-served-by`). */
+  byName(name: string): Instance;
+  /** The last lines of every instance's output, for failure messages. */
+  outputs(): string;
+  /** Stops the proxy, every instance (SIGKILL) and Redis. */
+  close(): Promise<void>;
+}
+
+/**
+ * One real redis-server and `count` express-example instances (`node-0`, `node-1`, …) behind a
+ * round-robin proxy. `env` goes to every instance (e.g. `HEARTBEAT_MS`, `DRAIN_MS`, `RETRY_MS`).
+ */
+export async function startCluster(count: number, env: Record<string, string> = {}): Promise<TestCluster> {
+  const redis = await startRedis();
+  const instances: Instance[] = [];
+  try {
+    for (let i = 0; i < count; i++) instances.push(instance(`node-${i}`, await freePort(), { REDIS_URL: redis.url, ...env }));
+    await Promise.all(instances.map((i) => i.start()));
+  } catch (error) {
+    for (const i of instances) await i.stop('SIGKILL');
+    await redis.stop();
+    throw error;
+  }
+  const proxy = await roundRobinProxy(instances.map((i) => i.port));
+  return {
+    redis,
+    instances,
+    proxy,
+    byName(name) {
+      const found = instances.find((i) => i.name === name);
+      if (!found) throw new Error(`no instance named ${name}`);
+      return found;
+    },
+    outputs: () => instances.map((i) => `--- ${i.name} (pid ${i.pid}) ---\n${i.output.slice(-4_000)}`).join('\n'),
+    async close() {
+      await proxy.close();
+      for (const i of instances) await i.stop('SIGKILL');
+      await redis.stop();
     },
   };
 }

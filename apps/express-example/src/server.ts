@@ -12,23 +12,32 @@ const redisUrl = process.env.REDIS_URL;
 const instanceName = process.env.INSTANCE_NAME;
 const sdk = sdkFromEnv();
 
-// With REDIS_URL, several instances share sessions behind any load balancer: events live in Redis
-// and requests for another instance's session are forwarded to it at its INTERNAL_URL.
+// With REDIS_URL, several instances share sessions and tasks behind any load balancer: events,
+// session records and tasks live in Redis, requests for another instance's session are forwarded
+// to it at its INTERNAL_URL, and a session whose instance is gone is restored where it lands.
+// HEARTBEAT_MS: an instance counts as gone 3 beats after its last one (default 2 s).
 const redis = redisUrl
   ? createRedisScaleOut({
       url: redisUrl,
       internalUrl: process.env.INTERNAL_URL ?? `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}/mcp`,
+      heartbeatMs: process.env.HEARTBEAT_MS ? Number(process.env.HEARTBEAT_MS) : undefined,
     })
   : undefined;
-const scaleOut: Partial<McpHandlerOptions> = redis ? { eventStore: redis.eventStore, cluster: redis.cluster } : {};
+const scaleOut: Partial<McpHandlerOptions> = redis
+  ? { eventStore: redis.eventStore, cluster: redis.cluster, taskStore: redis.taskStore }
+  : {};
 
 const mcp = createMcpHandler({
-  server: () =>
-    fixtureServer(sdk, {
+  server: ({ sessionId, restoring }) => {
+    const server = fixtureServer(sdk, {
       name: 'mcp-kit-express-example',
       // Instances behind one load balancer must share it: a client's next round may reach any of them.
       requestStateKey: process.env.REQUEST_STATE_KEY,
-    }),
+    });
+    // In a cluster, say which instance took a session over and whom it restored it for.
+    if (redis && restoring) server.server.oninitialized = () => logRestored(sessionId, server);
+    return server;
+  },
   retryMs: Number(process.env.RETRY_MS ?? 1000),
   // The conformance suite never DELETEs its sessions; don't keep them around for long.
   sessionIdleTtlMs: Number(process.env.SESSION_TTL_MS ?? 5 * 60_000),
@@ -67,8 +76,30 @@ function sdkFromEnv(): FixtureSdk {
   }
 }
 
-function shutdown(): void {
-  void mcp.close().finally(() => server.close(() => process.exit(0)));
+function logRestored(sessionId: string | undefined, server: ReturnType<typeof fixtureServer>): void {
+  const client = server.server.getClientVersion();
+  const capabilities = Object.keys(server.server.getClientCapabilities() ?? {}).join(',') || 'none';
+  console.log(`express-example: restored session ${sessionId} for ${client?.name}/${client?.version} (capabilities: ${capabilities})`);
 }
-process.on('SIGTERM', shutdown);
-process.on('SIGINT', shutdown);
+
+// SIGTERM (a deploy): hand sessions to the other instances and let running calls finish (at most
+// DRAIN_MS, default 10 s), then stop. A second signal stops at once.
+let stopping = false;
+async function shutdown(signal: NodeJS.Signals): Promise<void> {
+  if (stopping) process.exit(1);
+  stopping = true;
+  const started = Date.now();
+  const deadlineMs = Number(process.env.DRAIN_MS ?? 10_000);
+  console.log(`express-example: ${signal}: draining (deadline ${deadlineMs} ms)`);
+  try {
+    await mcp.drain({ deadlineMs });
+    console.log(`express-example: drained in ${Date.now() - started} ms`);
+  } catch (error) {
+    console.error(`express-example: drain failed: ${(error as Error).message}`);
+    await mcp.close();
+  }
+  server.close(() => process.exit(0));
+  server.closeIdleConnections();
+}
+process.on('SIGTERM', (signal) => void shutdown(signal));
+process.on('SIGINT', (signal) => void shutdown(signal));

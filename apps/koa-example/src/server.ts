@@ -31,8 +31,24 @@ function sdkFromEnv(): FixtureSdk {
   }
 }
 
-function shutdown(): void {
-  void mcp.close().finally(() => server.close(() => process.exit(0)));
+// SIGTERM (a deploy): stop taking new sessions and let running calls finish (at most DRAIN_MS,
+// default 10 s), then stop. A second signal stops at once.
+let stopping = false;
+async function shutdown(signal: NodeJS.Signals): Promise<void> {
+  if (stopping) process.exit(1);
+  stopping = true;
+  const started = Date.now();
+  const deadlineMs = Number(process.env.DRAIN_MS ?? 10_000);
+  console.log(`koa-example: ${signal}: draining (deadline ${deadlineMs} ms)`);
+  try {
+    await mcp.drain({ deadlineMs });
+    console.log(`koa-example: drained in ${Date.now() - started} ms`);
+  } catch (error) {
+    console.error(`koa-example: drain failed: ${(error as Error).message}`);
+    await mcp.close();
+  }
+  server.close(() => process.exit(0));
+  server.closeIdleConnections();
 }
-process.on('SIGTERM', shutdown);
-process.on('SIGINT', shutdown);
+process.on('SIGTERM', (signal) => void shutdown(signal));
+process.on('SIGINT', (signal) => void shutdown(signal));
