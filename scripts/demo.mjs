@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// SEP-1699 (SSE polling) demo: starts apps/express-example, calls its `long_task` tool with the
+// SEP-1699 (SSE polling) demo, then the same tool for a 2026-07-28 client (demo-modern.mjs): as a
+// task it polls, and on one stream. Starts apps/express-example, calls its `long_task` tool with the
 // SDK's own Client + StreamableHTTPClientTransport, and prints the HTTP/SSE traffic as it happens.
 // The transport gets a `fetch` that tees every SSE body: one branch goes to the SDK untouched, the
 // other is parsed here, so what is printed is exactly what the SDK read.
@@ -14,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { modernDemo } from './demo-modern.mjs';
 
 // Two calls, so that two different closes ask for two different paces. retryMs < closeEvery *
 // intervalMs, so we are back before the next close (a close while nobody is connected closes
@@ -29,7 +31,9 @@ const CALLS = [
 // lands within BURST_GAP_MS of a step, see above, so no live step can hide in the burst; the
 // "away … ≈ N steps" line after each resume lets you check the count.)
 const BURST_GAP_MS = 25;
-const DEADLINE_MS = 30_000;
+const DEADLINE_MS = 45_000;
+// The 2026-07-28 calls (demo-modern.mjs): the same tool, as a task, then on one stream.
+const MODERN_CALL = { steps: 8, intervalMs: 250, closeEvery: 4, retryMs: 600 };
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const tty = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
@@ -337,10 +341,15 @@ async function main() {
   await transport.terminateSession();
   for (const s of open) s.closedByUs = true;
   await client.close();
-  return summarize();
+  const modern = await modernDemo(`http://127.0.0.1:${port}/mcp`, MODERN_CALL, {
+    out,
+    paint: { bold, dim, green, red, yellow, cyan },
+    ms,
+  });
+  return summarize(modern);
 }
 
-function summarize() {
+function summarize(modern) {
   console.log();
   console.log(bold('── summary ──'));
   let ok = true;
@@ -379,9 +388,17 @@ function summarize() {
     console.log(`    server closes ${c.closes}, reconnections ${c.waits.length}; measured reconnect delays: ${waits || 'none'}`);
     if (c.lingering) console.log(yellow('    ⚠ the stream with the result did not end right after it'));
   }
+  for (const m of modern) {
+    ok &&= m.ok;
+    console.log(`${m.ok ? green('✔') : red('✘')} ${m.tag}: ${m.detail}`);
+  }
   const closes = calls.reduce((sum, c) => sum + c.closes, 0);
   console.log(
-    ok ? green(`OK: every step arrived exactly once, although the server hung up ${closes} times mid-call.`) : red('FAILED: see ✘ above.'),
+    ok
+      ? green(
+          `OK: every step arrived exactly once, although the server hung up ${closes} times mid-call; the 2026 client got the same tool's result as a task, and on one stream.`,
+        )
+      : red('FAILED: see ✘ above.'),
   );
   return ok;
 }

@@ -151,6 +151,8 @@ export class RunningTask implements Reply {
   private finish(change: TaskChange): void {
     this.finished = true;
     clearTimeout(this.messageTimer);
+    // The last report the tool made, not one the throttle held back.
+    if (change.statusMessage === undefined && this.pendingMessage !== undefined) change.statusMessage = this.pendingMessage;
     this.write(change).then(() => this.ctx.done(this.taskId));
   }
 
