@@ -31,15 +31,27 @@ function prepare() {
   must('npx', [...PNPM, 'build']);
 }
 
-/** The Redis tests start a real redis-server on a free port; a fresh Debian machine lacks it. */
-function ensureRedis() {
-  if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0) return;
+/**
+ * What the tests need from Debian's packages, and how to tell each is there: a real redis-server
+ * (the Redis tests start one on a free port) and Python's venv (the Python SDK client tests make a
+ * virtualenv). A fresh machine may lack them: installed with apt-get when we run as root.
+ */
+const SYSTEM_NEEDS = [
+  { pkg: 'redis-server', check: ['redis-server', ['--version']], why: 'Redis 7 for the Redis tests' },
+  { pkg: 'python3-venv', check: ['python3', ['-c', 'import ensurepip, venv']], why: "Python's venv for the Python SDK client tests" },
+];
+
+function ensureSystemPackages() {
+  const missing = SYSTEM_NEEDS.filter(({ check: [cmd, args] }) => spawnSync(cmd, args, { stdio: 'ignore' }).status !== 0);
+  if (missing.length === 0) return;
+  const names = missing.map((m) => m.pkg);
   if (process.getuid?.() !== 0 || spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status !== 0) {
-    console.error('✗ redis-server is missing: install Redis 7 (e.g. `sudo apt-get install -y redis-server`) and rerun');
+    for (const m of missing) console.error(`✗ ${m.pkg} is missing (${m.why})`);
+    console.error(`  install it (e.g. \`sudo apt-get install -y ${names.join(' ')}\`) and rerun`);
     process.exit(1);
   }
   must('apt-get', ['update']);
-  must('apt-get', ['install', '-y', 'redis-server']);
+  must('apt-get', ['install', '-y', ...names]);
 }
 
 const task = process.argv[2];
@@ -47,7 +59,7 @@ if (task === 'demo') {
   prepare();
   process.exit(run('node', ['scripts/demo.mjs', ...process.argv.slice(3)]));
 } else if (task === 'test') {
-  ensureRedis();
+  ensureSystemPackages();
   prepare();
   must('npx', [...PNPM, 'run', 'typecheck']);
   must('npx', [...PNPM, 'run', 'lint']);
