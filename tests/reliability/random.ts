@@ -46,8 +46,19 @@ export class Rng {
   pick<T>(items: readonly T[]): T {
     return items[Math.floor(this.next() * items.length)] as T;
   }
+  /** One of `choices`, each as likely as its weight. */
+  weighted<T>(choices: ReadonlyArray<readonly [weight: number, value: T]>): T {
+    let left = this.next() * choices.reduce((sum, [w]) => sum + w, 0);
+    for (const [w, value] of choices) if ((left -= w) < 0) return value;
+    return choices.at(-1)![1];
+  }
   /** A child generator, so concurrent tasks do not depend on each other's draw order. */
   fork(): Rng {
     return new Rng((this.next() * 2 ** 32) >>> 0);
   }
+}
+
+/** The generator of case `index` of a run: any one case can be replayed without the ones before it. */
+export function caseRng(seed: number, index: number): Rng {
+  return new Rng(seed ^ Math.imul(index + 1, 0x9e3779b1));
 }
