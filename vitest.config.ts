@@ -10,6 +10,7 @@ export default defineConfig({
     alias: [
       { find: /^@mcp-kit\/core$/, replacement: src('core') },
       { find: /^@mcp-kit\/core\/internal$/, replacement: src('core', 'internal') },
+      { find: /^@mcp-kit\/core\/otel$/, replacement: src('core', 'telemetry/otel') },
       { find: /^@mcp-kit\/express$/, replacement: src('express') },
       { find: /^@mcp-kit\/fixtures$/, replacement: src('fixtures') },
       { find: /^@mcp-kit\/next$/, replacement: src('next') },

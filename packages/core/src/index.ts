@@ -25,3 +25,14 @@ export { FORWARDED_HEADER, HANDED_OVER_HEADER } from './ports/cluster.js';
 export type { SessionCluster, SessionOwner, ForwardedRequest, RestoreRecord, TakeOver } from './ports/cluster.js';
 export type { CoreRequest, CoreResponder, SseSink, BodyText, OutHeaders, HeaderMap, GetAuthInfo } from './ports/http.js';
 export type { AuthInfo } from './ports/mcp.js';
+// What `McpHandler.observe` reports; `@mcp-kit/core/otel` turns it into OpenTelemetry metrics and spans.
+export type {
+  EngineEvent,
+  RequestEvent,
+  StreamKind,
+  StreamOpenEvent,
+  StreamCloseEvent,
+  CloseReason,
+  SessionEndReason,
+} from './telemetry/events.js';
+export type { EngineListener } from './telemetry/hub.js';
