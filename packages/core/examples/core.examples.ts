@@ -66,8 +66,11 @@ const mcp = createMcpHandler({ server: () => buildServer() });
 export function drainExample(): void {
   //#region drain
   process.on('SIGTERM', async () => {
-    await mcp.drain({ deadlineMs: 25_000 }); // within the platform's grace period
-    httpServer.close(() => process.exit(0));
+    await mcp.drain({ deadlineMs: 25_000 }); // work moves to the other instances
+    httpServer.close(async () => {
+      await mcp.close(); // then this instance lets go of its place in the cluster
+      process.exit(0);
+    });
   });
   //#endregion drain
 }

@@ -66,27 +66,31 @@ export class McpHandler {
   }
 
   /**
-   * Hands this instance's work to the others before it stops (a rolling deploy's `SIGTERM`), then
-   * closes like {@link close}: new sessions and calls go to other instances at once; sessions move
-   * as soon as they are idle (their clients see nothing but the answers); calls running here go on
-   * until they finish or `deadlineMs` passes, while their clients follow them from other instances;
-   * then ownership is released. A question a running call asked the client still gets its answer.
-   * Without a `cluster`, new sessions get 503 and the running calls are waited for. Default deadline
-   * `30_000` ms.
+   * Hands this instance's work to the others before it stops (a rolling deploy's `SIGTERM`): new
+   * sessions and calls go to other instances at once (requests that still reach this one are
+   * handed over to a live peer); sessions move as soon as they are idle (their clients see nothing
+   * but the answers); calls running here go on until they finish or `deadlineMs` passes, while
+   * their clients follow them from other instances. A question a running call asked its client
+   * still gets its answer. Resolves once nothing is left here; the instance keeps handing requests
+   * over until you close your HTTP server and call {@link close}. Without a `cluster`, new sessions
+   * get 503 and the running calls are waited for. Default deadline `30_000` ms.
    *
    * @example
    * ```ts source="../examples/core.examples.ts#drain"
    * process.on('SIGTERM', async () => {
-   *   await mcp.drain({ deadlineMs: 25_000 }); // within the platform's grace period
-   *   httpServer.close(() => process.exit(0));
+   *   await mcp.drain({ deadlineMs: 25_000 }); // work moves to the other instances
+   *   httpServer.close(async () => {
+   *     await mcp.close(); // then this instance lets go of its place in the cluster
+   *     process.exit(0);
+   *   });
    * });
    * ```
    */
-  async drain(options: { deadlineMs?: number } = {}): Promise<void> {
+  drain(options: { deadlineMs?: number } = {}): Promise<void> {
     const deadlineMs = options.deadlineMs ?? 30_000;
     if (!Number.isInteger(deadlineMs) || deadlineMs < 0)
       throw new RangeError(`drain: deadlineMs must be a non-negative integer, got ${String(deadlineMs)}`);
-    this.draining ??= drain(this.ctx, deadlineMs).then(() => this.close());
+    this.draining ??= drain(this.ctx, deadlineMs);
     return this.draining;
   }
 

@@ -2,7 +2,7 @@ import { foreignPrincipal, reject, sessionNotFound, ErrorCode, type Rejection } 
 import { checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import { FORWARDED_HEADER, type SessionOwner } from '../ports/cluster.js';
 import type { CoreRequest } from '../ports/http.js';
-import { locate } from '../remote/locate.js';
+import { locate, restore } from '../remote/locate.js';
 import type { Session } from '../session/session.js';
 import type { EngineContext } from './context.js';
 
@@ -30,9 +30,12 @@ export function resolveSession(ctx: EngineContext, req: CoreRequest): SessionRes
   }
   const session = ctx.registry.get(id);
   if (!session) {
-    // A request another instance forwarded here as to the owner is never bounced on.
-    if (ctx.options.cluster && header(req.headers, FORWARDED_HEADER) === undefined) return locate(ctx, req, id);
-    return rejected(sessionNotFound());
+    const cluster = ctx.options.cluster;
+    if (!cluster) return rejected(sessionNotFound());
+    if (header(req.headers, FORWARDED_HEADER) === undefined) return locate(ctx, req, id);
+    // Forwarded here as to the owner, but this instance just let the session go (a hand-off while
+    // draining): never bounced on, it is restored here from its record if it has one.
+    return cluster.takeOver ? restore(ctx, req, id, principalOf(req.authInfo)) : rejected(sessionNotFound());
   }
   if (session.principal !== undefined && session.principal !== principalOf(req.authInfo)) return rejected(foreignPrincipal());
   const version = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), ctx.supportedVersions);

@@ -63,10 +63,14 @@ export function readEnvelope(params: Record<string, unknown>): Envelope | Reject
   const capabilities = meta[CLIENT_CAPABILITIES_KEY];
   if (capabilities === undefined) return invalid(CLIENT_CAPABILITIES_KEY, 'is missing (send {} for none)');
   if (!isObject(capabilities)) return invalid(CLIENT_CAPABILITIES_KEY, 'must be an object');
+  const problem = capabilitiesProblem(capabilities);
+  if (problem) return invalid(CLIENT_CAPABILITIES_KEY, problem);
   const info = meta[CLIENT_INFO_KEY];
   if (info !== undefined && !(isObject(info) && typeof info.name === 'string' && typeof info.version === 'string')) {
     return invalid(CLIENT_INFO_KEY, 'must be an object with a string name and version');
   }
+  const infoProblem = info === undefined ? undefined : clientInfoProblem(info as Record<string, unknown>);
+  if (infoProblem) return invalid(CLIENT_INFO_KEY, infoProblem);
   const level = meta[LOG_LEVEL_KEY];
   if (level !== undefined && !(LOG_LEVELS as readonly unknown[]).includes(level)) {
     return invalid(LOG_LEVEL_KEY, `must be one of ${LOG_LEVELS.join(', ')}`);
@@ -77,6 +81,26 @@ export function readEnvelope(params: Record<string, unknown>): Envelope | Reject
     clientInfo: info as Envelope['clientInfo'],
     logLevel: level as LogLevel | undefined,
   };
+}
+
+/** The capabilities the schema types: each an object; `experimental` and `extensions` records of objects. */
+function capabilitiesProblem(capabilities: Record<string, unknown>): string | undefined {
+  for (const [name, value] of Object.entries(capabilities)) {
+    if (!['elicitation', 'sampling', 'roots', 'experimental', 'extensions', 'tasks'].includes(name)) continue;
+    if (!isObject(value)) return `member ${JSON.stringify(name)} must be an object`;
+    if (name !== 'experimental' && name !== 'extensions') continue;
+    for (const [key, inner] of Object.entries(value)) if (!isObject(inner)) return `${name}[${JSON.stringify(key)}] must be an object`;
+  }
+  return undefined;
+}
+
+/** The optional members of `Implementation` the schema types. */
+function clientInfoProblem(info: Record<string, unknown>): string | undefined {
+  for (const name of ['title', 'description', 'websiteUrl']) {
+    if (info[name] !== undefined && typeof info[name] !== 'string') return `member ${JSON.stringify(name)} must be a string`;
+  }
+  if (info.icons !== undefined && !Array.isArray(info.icons)) return 'member "icons" must be an array';
+  return undefined;
 }
 
 /** A version this engine does not serve per request: -32022 with what it does serve. */

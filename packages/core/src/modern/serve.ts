@@ -14,7 +14,7 @@ import { ListenStreams } from './listen.js';
 import { checkParamHeaders } from './param-headers.js';
 import { sendResult } from './results.js';
 import { declaresTasks, tasksRequired } from './tasks.js';
-import type { ModernServer } from './servers.js';
+import { HandshakeRefused, type ModernServer } from './servers.js';
 
 /** Methods the 2026-07-28 revision removed: a server of that era does not have them (404, -32601). */
 const REMOVED = new Set([
@@ -57,6 +57,8 @@ export async function serveModern(ctx: EngineContext, req: CoreRequest, res: Cor
   try {
     server = await ctx.modern.acquire(envelope);
   } catch (error) {
+    // The client's declarations do not fit the server's schema: the request's fault, not ours.
+    if (error instanceof HandshakeRefused) return sendRejection(res, reject(400, -32602, `Invalid _meta envelope: ${error.message}`), id);
     ctx.options.onError(asError(error, 'building a server for a 2026-era request failed'));
     return sendRejection(res, reject(500, ErrorCode.InternalError, 'Internal error: could not create the MCP server'), id);
   }

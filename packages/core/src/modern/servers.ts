@@ -6,6 +6,14 @@ import { ModernChannel, type Reply } from './channel.js';
 import type { Envelope } from './envelope.js';
 import { paramHeadersOf, type ParamHeader } from './param-headers.js';
 
+/** The server refused the `initialize` made from a request's envelope: what the client declares does not fit it. */
+export class HandshakeRefused extends Error {
+  constructor(reason: string) {
+    super(`the server refused the handshake: ${reason}`);
+    this.name = 'HandshakeRefused';
+  }
+}
+
 /** What the server said about itself in the handshake: what `server/discover` answers. */
 export interface Handshake {
   capabilities: Record<string, unknown>;
@@ -104,7 +112,11 @@ export class ModernServers {
       void server.close().catch((error: unknown) => this.options.onError(asError(error, 'closing a 2026-era server failed')));
     await server.connect(channel as never);
     const major = sdkMajorOf(server);
-    const handshake = await handshakeWith(channel, envelope);
+    const handshake = await handshakeWith(channel, envelope).catch(async (error: unknown) => {
+      // Nothing will use this server: let it go before saying why.
+      await channel.close();
+      throw error;
+    });
     const tools = handshake.capabilities.tools ? await listTools(channel) : { taskModes: new Map(), paramHeaders: new Map() };
     if (major === 'v2') bindModernEra(server, envelope.protocolVersion);
     holder.built = { key, major, channel, handshake, tools, lastUsed: Date.now() };
@@ -150,7 +162,7 @@ function handshakeWith(channel: ModernChannel, envelope: Envelope): Promise<Hand
     const reply: Reply = {
       answer(message) {
         const error = (message as { error?: { message?: string } }).error;
-        if (error) return reject(new Error(`the server refused the handshake: ${error.message}`));
+        if (error) return reject(new HandshakeRefused(error.message ?? 'no reason given'));
         const result = (message as unknown as { result: Handshake }).result;
         channel.deliver({ jsonrpc: '2.0', method: 'notifications/initialized' });
         resolve({ capabilities: result.capabilities ?? {}, serverInfo: result.serverInfo, instructions: result.instructions });

@@ -30,6 +30,12 @@ export interface OpenTelemetryOptions {
   traces?: boolean;
   /** Tool names kept as metric attribute values; later ones are recorded as `_OTHER`. Default `100`. */
   maxToolNames?: number;
+  /**
+   * `mcp_kit.store.implementation` of the event and task stores. Default: their class names
+   * (`MemoryEventStore`, `RedisEventStore`, …), or `custom` where a minifier renamed them (a Next.js
+   * production build does).
+   */
+  storeNames?: { events?: string; tasks?: string };
 }
 
 /**
@@ -65,7 +71,10 @@ class Instrumentation {
     this.labels = new LabelPolicy(options.maxToolNames ?? 100);
     if (options.metrics !== false) {
       const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE);
-      const stores = { events: nameOf(handler.options.eventStore), tasks: nameOf(handler.options.taskStore) };
+      const stores = {
+        events: options.storeNames?.events ?? nameOf(handler.options.eventStore),
+        tasks: options.storeNames?.tasks ?? nameOf(handler.options.taskStore),
+      };
       this.metrics = new OtelMetrics(meter, this.labels, handler, stores);
     }
     if (options.traces !== false) this.tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE);
@@ -192,5 +201,7 @@ function endSpan(span: Span, close: StreamCloseEvent): void {
 
 /** `MemoryEventStore`, `RedisEventStore`, …: which store the latency is of. */
 function nameOf(store: object): string {
-  return store.constructor?.name || 'custom';
+  const name = store.constructor?.name ?? '';
+  // A minified class name says nothing.
+  return name.length > 3 ? name : 'custom';
 }
