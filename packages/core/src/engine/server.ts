@@ -31,13 +31,7 @@ export async function wake(ctx: EngineContext, session: Session, res: CoreRespon
   try {
     await session.server.wake(() => newServer(ctx, session, true));
     const { telemetry } = ctx.options;
-    if (telemetry.on)
-      telemetry.emit({
-        type: 'session.wake',
-        at: Date.now(),
-        session: telemetry.hash(session.sessionId as string),
-        ms: Date.now() - started,
-      });
+    if (telemetry.on) telemetry.sessionEvent('session.wake', session.sessionId as string, { ms: Date.now() - started });
   } catch (error) {
     session.terminate(undefined, 'error');
     ctx.options.onError(asError(error, 'restoring a hibernated session failed'));

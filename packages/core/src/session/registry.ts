@@ -83,13 +83,7 @@ export class SessionRegistry {
   private add(session: Session): Session {
     this.sessions.set(session.sessionId as string, session);
     const { telemetry } = this.options;
-    if (telemetry.on)
-      telemetry.emit({
-        type: 'session.open',
-        at: Date.now(),
-        session: telemetry.hash(session.sessionId as string),
-        restored: session.adopted,
-      });
+    if (telemetry.on) telemetry.sessionEvent('session.open', session.sessionId as string, { restored: session.adopted });
     const cluster = this.options.cluster;
     if (cluster?.saveRecord) {
       // Saved once the handshake is done and whenever the log level changes, for other instances to restore from.
@@ -218,7 +212,7 @@ export class SessionRegistry {
     if (id === undefined) return;
     this.sessions.delete(id);
     const { eventStore, cluster, onError, telemetry } = this.options;
-    if (telemetry.on) telemetry.emit({ type: 'session.close', at: Date.now(), session: telemetry.hash(id), reason });
+    if (telemetry.on) telemetry.sessionEvent('session.close', id, { reason });
     // Handed off: its events and record stay for the next instance (see handOff).
     if (reason === 'handoff') return;
     settle(() => eventStore.deleteSession(id), onError, 'event store deleteSession failed');

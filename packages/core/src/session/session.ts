@@ -227,7 +227,7 @@ export class Session implements Transport {
     // Protocol.close() calls our close(), which detaches instead of ending the session.
     this.server.letGo(this.options.onError);
     const { telemetry } = this.options;
-    if (telemetry.on) telemetry.emit({ type: 'session.hibernate', at: Date.now(), session: telemetry.hash(this.sessionId as string) });
+    if (telemetry.on) telemetry.sessionEvent('session.hibernate', this.sessionId as string, {});
     return true;
   }
 

@@ -2,6 +2,8 @@ import type { EngineEvent } from './events.js';
 
 export type EngineListener = (event: EngineEvent) => void;
 
+type SessionEventType = 'session.open' | 'session.close' | 'session.hibernate' | 'session.wake';
+
 /**
  * Where the engine's events go. Every emit site checks {@link on} first, so with no listener an
  * event costs one property read: no object is built, no clock read.
@@ -33,6 +35,15 @@ export class TelemetryHub {
         this.onError(error instanceof Error ? error : new Error(String(error)));
       }
     }
+  }
+
+  /** Emits a session's event, stamped with the time and the session's hash. */
+  sessionEvent<T extends SessionEventType>(
+    type: T,
+    sessionId: string,
+    fields: Omit<Extract<EngineEvent, { type: T }>, 'type' | 'at' | 'session'>,
+  ): void {
+    this.emit({ type, at: Date.now(), session: this.hash(sessionId), ...fields } as EngineEvent);
   }
 
   /**
