@@ -1,4 +1,5 @@
 import { createMcpHandler } from '@mcp-kit/core';
+import { instrumentOpenTelemetry } from '@mcp-kit/core/otel';
 import { fixtureServer, parseFixtureSdk } from '@mcp-kit/fixtures';
 import { getOrCreate, mcpNext } from '@mcp-kit/next';
 
@@ -7,8 +8,8 @@ import { getOrCreate, mcpNext } from '@mcp-kit/next';
 const sdk = parseFixtureSdk(process.env.MCP_SDK);
 
 // Cached on globalThis: `next dev` re-evaluates this module on edits, and sessions must outlive that.
-const mcp = getOrCreate('next-example', () =>
-  createMcpHandler({
+const mcp = getOrCreate('next-example', () => {
+  const handler = createMcpHandler({
     server: () => fixtureServer(sdk, { name: 'mcp-kit-next-example' }),
     retryMs: Number(process.env.RETRY_MS ?? 1000),
     // A route handler cannot see its socket, so 'auto' cannot tell we listen on loopback: say so.
@@ -20,8 +21,11 @@ const mcp = getOrCreate('next-example', () =>
     maxStreamDurationMs: Number(process.env.MAX_STREAM_MS ?? 55_000),
     // Any other option as JSON, e.g. MCP_KIT_OPTIONS='{"keepAliveMs":5000}' (the shared test suite uses it).
     ...(process.env.MCP_KIT_OPTIONS ? JSON.parse(process.env.MCP_KIT_OPTIONS) : {}),
-  }),
-);
+  });
+  // MCP_KIT_OTEL (see otel.ts): its metrics and spans go to the SDK instrumentation.ts set up.
+  if (process.env.MCP_KIT_OTEL) instrumentOpenTelemetry(handler);
+  return handler;
+});
 
 export const { GET, POST, DELETE, PUT, PATCH } = mcpNext(mcp);
 
