@@ -126,6 +126,8 @@ export interface ProxiedRequest {
   servedBy: string | undefined;
   /** When the proxy got the answer's head. */
   at: number;
+  /** When the answer ended (its connection to the client closed); unset while it streams. */
+  endedAt?: number;
   /** Set when the proxy answered itself: why the backend gave no answer. */
   error?: string;
 }
@@ -133,6 +135,8 @@ export interface ProxiedRequest {
 export interface RoundRobinProxy {
   url: string;
   log: ProxiedRequest[];
+  /** The next request of this kind (see {@link ProxiedRequest.kind}) goes to backend `index`, outside the turn. */
+  steer(kind: string, index: number): void;
   close(): Promise<void>;
 }
 
@@ -160,6 +164,7 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-en
  */
 export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy> {
   let turn = 0;
+  const steered = new Map<string, number>();
   const log: ProxiedRequest[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -171,7 +176,7 @@ export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy>
       for (const h of HOP_BY_HOP) delete headers[h];
       const entry = (backend: number, status: number, servedBy: string | undefined, error?: string): ProxiedRequest => ({
         method: req.method ?? '',
-        kind: kindOf(req.method ?? '', body.toString('utf8')),
+        kind,
         sessionId: header(req.headers, 'mcp-session-id'),
         lastEventId: header(req.headers, 'last-event-id'),
         backend,
@@ -181,13 +186,18 @@ export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy>
         ...(error ? { error } : {}),
       });
       // Round robin; a retry goes to a backend this request has not tried yet.
+      const kind = kindOf(req.method ?? '', body.toString('utf8'));
+      const pinned = steered.get(kind);
+      steered.delete(kind);
       const send = (tried: number[]) => {
-        let backend = turn++ % ports.length;
+        let backend = pinned !== undefined && tried.length === 0 ? pinned : turn++ % ports.length;
         while (tried.includes(backend)) backend = (backend + 1) % ports.length;
         const upstream = request(
           { host: '127.0.0.1', port: ports[backend], method: req.method, path: req.url, headers, agent: false },
           (up) => {
-            log.push(entry(backend, up.statusCode ?? 0, header(up.headers, 'x-served-by')));
+            const seen = entry(backend, up.statusCode ?? 0, header(up.headers, 'x-served-by'));
+            log.push(seen);
+            res.on('close', () => (seen.endedAt = Date.now()));
             const answer = { ...up.headers };
             for (const h of HOP_BY_HOP) delete answer[h];
             res.writeHead(up.statusCode ?? 502, answer);
@@ -214,6 +224,9 @@ export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy>
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     log,
+    steer(kind, index) {
+      steered.set(kind, index);
+    },
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

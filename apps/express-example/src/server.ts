@@ -3,6 +3,7 @@ import { createMcpHandler, type McpHandlerOptions } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { fixtureServer, parseFixtureSdk, type FixtureSdk } from '@mcp-kit/fixtures';
 import { createRedisScaleOut } from '@mcp-kit/redis';
+import { mountLivePage } from './live/mount.js';
 
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? '127.0.0.1';
@@ -53,6 +54,9 @@ if (instanceName) {
     next();
   });
 }
+// /mcp-kit/live: sessions, streams and polls as they happen (LIVE_PAGE=0 leaves it out; it turns
+// the engine's event reporting on).
+if (process.env.LIVE_PAGE !== '0') mountLivePage(app, mcp);
 app.use('/mcp', mcpExpress(mcp));
 
 if (redis) {
@@ -83,7 +87,8 @@ function logRestored(sessionId: string | undefined, server: ReturnType<typeof fi
 }
 
 // SIGTERM (a deploy): hand sessions to the other instances and let running calls finish (at most
-// DRAIN_MS, default 10 s), then stop. A second signal stops at once.
+// DRAIN_MS, default 10 s); then stop taking connections, end the streams still open here (their
+// clients resume elsewhere) and leave. A second signal stops at once.
 let stopping = false;
 async function shutdown(signal: NodeJS.Signals): Promise<void> {
   if (stopping) process.exit(1);
@@ -96,9 +101,10 @@ async function shutdown(signal: NodeJS.Signals): Promise<void> {
     console.log(`express-example: drained in ${Date.now() - started} ms`);
   } catch (error) {
     console.error(`express-example: drain failed: ${(error as Error).message}`);
-    await mcp.close();
   }
+  // Open SSE connections never end by themselves: close() ends them once no new one can arrive.
   server.close(() => process.exit(0));
+  await mcp.close();
   server.closeIdleConnections();
 }
 process.on('SIGTERM', (signal) => void shutdown(signal));

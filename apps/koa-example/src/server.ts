@@ -32,7 +32,8 @@ function sdkFromEnv(): FixtureSdk {
 }
 
 // SIGTERM (a deploy): stop taking new sessions and let running calls finish (at most DRAIN_MS,
-// default 10 s), then stop. A second signal stops at once.
+// default 10 s); then stop taking connections, end the streams still open and leave. A second
+// signal stops at once.
 let stopping = false;
 async function shutdown(signal: NodeJS.Signals): Promise<void> {
   if (stopping) process.exit(1);
@@ -45,9 +46,10 @@ async function shutdown(signal: NodeJS.Signals): Promise<void> {
     console.log(`koa-example: drained in ${Date.now() - started} ms`);
   } catch (error) {
     console.error(`koa-example: drain failed: ${(error as Error).message}`);
-    await mcp.close();
   }
+  // Open SSE connections never end by themselves: close() ends them once no new one can arrive.
   server.close(() => process.exit(0));
+  await mcp.close();
   server.closeIdleConnections();
 }
 process.on('SIGTERM', (signal) => void shutdown(signal));
