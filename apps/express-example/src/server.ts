@@ -4,7 +4,6 @@ import { mcpExpress } from '@mcp-kit/express';
 import { fixtureServer, parseFixtureSdk, type FixtureSdk } from '@mcp-kit/fixtures';
 import { createRedisScaleOut } from '@mcp-kit/redis';
 import { mountLivePage } from './live/mount.js';
-import { mountLivePage } from './live/mount.js';
 
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? '127.0.0.1';
@@ -55,9 +54,6 @@ if (instanceName) {
     next();
   });
 }
-// /mcp-kit/live: sessions, streams and polls as they happen (LIVE_PAGE=0 leaves it out; it turns
-// the engine's event reporting on).
-if (process.env.LIVE_PAGE !== '0') mountLivePage(app, mcp);
 // /mcp-kit/live: sessions, streams and polls as they happen (LIVE_PAGE=0 leaves it out; it turns
 // the engine's event reporting on).
 if (process.env.LIVE_PAGE !== '0') mountLivePage(app, mcp);
