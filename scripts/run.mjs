@@ -33,12 +33,13 @@ function prepare() {
 
 /**
  * What the tests need from Debian's packages, and how to tell each is there: a real redis-server
- * (the Redis tests start one on a free port) and Python's venv (the Python SDK client tests make a
- * virtualenv). A fresh machine may lack them: installed with apt-get when we run as root.
+ * (the Redis tests start one on a free port), Python's venv (the Python SDK client tests make a
+ * virtualenv) and Chromium (the live page's test). A fresh machine may lack them: installed with apt-get when we run as root.
  */
 const SYSTEM_NEEDS = [
   { pkg: 'redis-server', check: ['redis-server', ['--version']], why: 'Redis 7 for the Redis tests' },
   { pkg: 'python3-venv', check: ['python3', ['-c', 'import ensurepip, venv']], why: "Python's venv for the Python SDK client tests" },
+  { pkg: 'chromium', check: ['/usr/bin/chromium', ['--version']], why: "Chromium for the live page's test (driven by playwright-core)" },
 ];
 
 function ensureSystemPackages() {
