@@ -5,7 +5,11 @@
 // The transport gets a `fetch` that tees every SSE body: one branch goes to the SDK untouched, the
 // other is parsed here, so what is printed is exactly what the SDK read.
 //
-//   npx -y pnpm@10.34.9 build && node scripts/demo.mjs
+//   npx -y pnpm@10.34.9 build && node scripts/demo.mjs [--keep]
+//
+// The app also serves a live page of its sessions, streams and polls (/mcp-kit/live): the demo
+// prints its address first, so a browser can watch the calls; --keep leaves the server up after
+// them (Ctrl-C stops it). PORT picks the port (default: a free one).
 //
 // Exits 0 only if every step arrived exactly once (on the wire and through the SDK), every result
 // arrived, and the server really closed the streams; 1 otherwise (130 on Ctrl-C).
@@ -31,6 +35,8 @@ const CALLS = [
 // lands within BURST_GAP_MS of a step, see above, so no live step can hide in the burst; the
 // "away … ≈ N steps" line after each resume lets you check the count.)
 const BURST_GAP_MS = 25;
+const KEEP = process.argv.includes('--keep');
+let keptPort;
 const DEADLINE_MS = 45_000;
 // The 2026-07-28 calls (demo-modern.mjs): the same tool, as a task, then on one stream.
 const MODERN_CALL = { steps: 8, intervalMs: 250, closeEvery: 4, retryMs: 600 };
@@ -276,7 +282,7 @@ async function main() {
   console.log(dim(`i.e. stored while we were away; ${green('LIVE')} = from the first pause on, sent as the tool produced it.`));
   console.log();
 
-  const port = await freePort();
+  const port = Number(process.env.PORT) || (await freePort());
   child = spawn(process.execPath, ['apps/express-example/dist/server.js'], {
     cwd: root,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1' },
@@ -290,7 +296,11 @@ async function main() {
     process.exit(1);
   });
   await waitForPort(port, 10_000);
+  keptPort = port;
   out('server', dim(`pid ${child.pid}, listening on 127.0.0.1:${port}`));
+  console.log(
+    `\n${bold('Live page:')} ${cyan(`http://127.0.0.1:${port}/mcp-kit/live`)}  (sessions, streams, closes and polls as they happen)\n`,
+  );
 
   const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { fetch: tracingFetch });
   const client = new Client({ name: 'sep-1699-demo', version: '1.0.0' });
@@ -412,6 +422,10 @@ deadline.unref();
 main()
   .then(async (ok) => {
     clearTimeout(deadline);
+    if (KEEP) {
+      console.log(`\nThe server stays up for the live page: ${cyan(`http://127.0.0.1:${keptPort}/mcp-kit/live`)} (Ctrl-C stops it).`);
+      return;
+    }
     await stopChild();
     process.exit(ok ? 0 : 1);
   })
