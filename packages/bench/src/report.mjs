@@ -400,6 +400,42 @@ function loadLine(name, l) {
   return `| ${name} | ${l.seconds.toFixed(0)} | ${l.busyCores.toFixed(2)} | ${l.benchCores.toFixed(2)} | ${l.otherCores.toFixed(2)} |`;
 }
 
+/**
+ * What recording into the OpenTelemetry SDK costs: the Express row with \`@mcp-kit/core/otel\` and
+ * the SDK over the same row without, per workload both ran. Empty when they did not.
+ */
+export function renderOpenTelemetry(run) {
+  const measures = [
+    ['throughput', 'tools/call, SSE responses', 'callsPerSec', 'calls/s', 'serverCpuUsPerCall', 'µs/call'],
+    ['json', 'tools/call, JSON responses', 'callsPerSec', 'calls/s', 'serverCpuUsPerCall', 'µs/call'],
+    ['burst', 'burst (log notifications)', 'eventsPerSec', 'events/s', 'serverCpuUsPerEvent', 'µs/event'],
+  ];
+  const rows = [];
+  for (const [workload, what, rate, rateUnit, cpu, cpuUnit] of measures) {
+    const plain = run.results[workload]?.['kit-express'];
+    const otel = run.results[workload]?.['kit-express-otel'];
+    if (!plain || !otel || plain.error || otel.error) continue;
+    rows.push([
+      what,
+      `${num(plain[rate])} ${rateUnit}`,
+      `${num(otel[rate])} ${rateUnit}`,
+      ratio(otel[rate], plain[rate]),
+      `${num(plain[cpu])} → ${num(otel[cpu])} ${cpuUnit}`,
+      ratio(otel[cpu], plain[cpu]),
+    ]);
+  }
+  if (rows.length === 0) return '';
+  return `## OpenTelemetry
+
+\`mcp-kit Express, OpenTelemetry SDK\` against \`mcp-kit Express\` in the same run: the metrics and one
+span per HTTP request of \`@mcp-kit/core/otel\`, recorded into the OpenTelemetry SDK with in-memory
+exporters. Without \`instrumentOpenTelemetry\` nothing of it is loaded and the engine builds no events.
+
+${table(['workload', 'mcp-kit Express', 'with OpenTelemetry', 'rate ÷ plain', 'server CPU', 'CPU ÷ plain'], rows)}
+
+`;
+}
+
 export function renderMarkdown(run) {
   const m = run.machine;
   const c = run.config;
@@ -433,7 +469,7 @@ Ratios are this server's value divided by an anchor's: the SDK's sessionful tran
 better for rates, below 1 is better for times and memory.
 
 ${renderTables(run)}
-## What bounds the targets here
+${renderOpenTelemetry(run)}## What bounds the targets here
 
 ${renderLimits(run)}
 
@@ -472,7 +508,10 @@ ${renderLimits(run)}
   before Express; throughput, JSON, burst and 2026 workloads), \`hibernateAfterMs: 0\` (memory workload)
   and one serving the SDK v2 rows' \`McpServer\` instead of the v1 one (JSON, burst and 2026
   workloads), so its ratios to those rows compare transports serving the same server. mcp-kit
-  serves 2026-07-28 requests on the same endpoint as 2025 sessions, with its defaults.
+  serves 2026-07-28 requests on the same endpoint as 2025 sessions, with its defaults. One more
+  Express row, \`mcp-kit Express, OpenTelemetry SDK\` (tools/call and burst workloads), records
+  everything through \`@mcp-kit/core/otel\` into the OpenTelemetry SDK with in-memory exporters
+  (metrics read every second, spans through a \`BatchSpanProcessor\`; see "OpenTelemetry" above).
 - Every SDK v1 server here (the SDK v1 row and mcp-kit) serves the same \`McpServer\`, per session:
   the shared fixture (\`@mcp-kit/fixtures\`, the conformance tools plus \`long_task\`) and the
   bench-only \`bench_burst\`. The SDK v2 rows serve a v2 \`McpServer\` with just the tools the

@@ -7,6 +7,8 @@ import { benchEnv } from './tools.mjs';
 
 const env = benchEnv();
 const { handler, fill, sessions } = createKitHandler('bench-kit-express', env);
+// The kit-express-otel row; loaded only there, so the other rows never load the SDK.
+if (env.otel) (await import('./otel.mjs')).instrumentWithMemorySdk(handler);
 const app = express();
 app.use((req, res, next) => {
   if (handleControl(req, res, { fill, sessions })) return;

@@ -58,6 +58,16 @@ export const SERVERS = [
     only: ['memory'],
     hibernates: true,
   },
+  // The Express row recorded by `@mcp-kit/core/otel` into the OpenTelemetry SDK (in-memory exporters):
+  // what metrics and one span per request cost. Per-call workloads only.
+  {
+    name: 'kit-express-otel',
+    label: 'mcp-kit Express, OpenTelemetry SDK',
+    script: 'kit-express.mjs',
+    env: { BENCH_OTEL: '1' },
+    only: ['throughput', 'json', 'burst'],
+    floorName: 'bare-express',
+  },
   { name: 'bare-express', label: 'floor: bare on Express', script: 'bare.mjs', env: { BARE_FRAMEWORK: 'express' }, floor: true },
   { name: 'bare-next', label: 'floor: bare Next route', next: true, path: '/bare', floor: true },
 ];
