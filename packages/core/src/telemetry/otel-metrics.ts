@@ -181,11 +181,8 @@ export class OtelMetrics {
   }
 
   operation(operation: Operation, endedAt: number, errorStatus?: number): void {
-    const attributes: Attributes = {
-      [ATTR.mcpMethod]: this.labels.method(operation.mcpMethod),
-      [ATTR.protocolName]: 'http',
-      [ATTR.transport]: 'tcp',
-    };
+    // The conventions' network.* attributes would be the same on every point (HTTP over TCP): spans carry them.
+    const attributes: Attributes = { [ATTR.mcpMethod]: this.labels.method(operation.mcpMethod) };
     if (operation.era) attributes[ATTR.era] = operation.era;
     if (operation.tool !== undefined) {
       attributes[ATTR.toolName] = this.labels.tool(operation.tool);
@@ -196,7 +193,7 @@ export class OtelMetrics {
   }
 
   connectionOpened(event: StreamOpenEvent): void {
-    const kind = { [ATTR.streamKind]: event.kind };
+    const kind = this.kindAttributes(event.kind);
     this.connections.add(1, kind);
     if (event.kind !== 'resume' && event.kind !== 'remote') return;
     this.resumes.add(1, kind);
@@ -208,10 +205,22 @@ export class OtelMetrics {
   }
 
   connectionClosed(event: StreamCloseEvent, openedAt: number | undefined): void {
-    this.connections.add(-1, { [ATTR.streamKind]: event.kind });
-    const attributes = { [ATTR.streamKind]: event.kind, [ATTR.closeReason]: event.reason };
+    this.connections.add(-1, this.kindAttributes(event.kind));
+    const key = `${event.kind} ${event.reason}`;
+    let attributes = this.closeAttributes.get(key);
+    if (!attributes) this.closeAttributes.set(key, (attributes = { [ATTR.streamKind]: event.kind, [ATTR.closeReason]: event.reason }));
     this.closes.add(1, attributes);
     if (openedAt !== undefined) this.connectionDuration.record(Math.max(0, event.at - openedAt) / 1000, attributes);
+  }
+
+  /** Attribute sets of connections, built once each: a few kinds and reasons, recorded on every connection. */
+  private readonly kinds = new Map<string, Attributes>();
+  private readonly closeAttributes = new Map<string, Attributes>();
+
+  private kindAttributes(kind: string): Attributes {
+    let attributes = this.kinds.get(kind);
+    if (!attributes) this.kinds.set(kind, (attributes = { [ATTR.streamKind]: kind }));
+    return attributes;
   }
 
   private sessionClosed(session: string, reason: string, at: number): void {
