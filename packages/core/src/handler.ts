@@ -45,7 +45,8 @@ export class McpHandler {
 
   private async serve(req: CoreRequest, res: CoreResponder): Promise<void> {
     const ctx = this.ctx;
-    if (ctx.closing) {
+    // After a drain, close() refuses only once nothing can be handed over any more.
+    if (ctx.closing && !(ctx.draining && !ctx.clusterClosed)) {
       const retryAfter = String(Math.max(1, Math.ceil(ctx.options.retryMs / 1000)));
       return sendRejection(
         res,
@@ -104,6 +105,7 @@ export class McpHandler {
     ctx.listeners.close();
     ctx.tasks?.close();
     await ctx.modern.close();
+    ctx.clusterClosed = true;
     await ctx.options.cluster?.close?.();
     await ctx.options.eventStore.close?.();
     await ctx.options.taskStore.close?.();

@@ -8,6 +8,7 @@ import { TASKS_EXTENSION } from '../modern/discover.js';
 import { ListenStreams } from '../modern/listen.js';
 import { Tasks } from '../modern/tasks.js';
 import { ModernServers } from '../modern/servers.js';
+import { Relays } from '../remote/relays.js';
 import { SessionRegistry } from '../session/registry.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
@@ -40,6 +41,10 @@ export class EngineContext {
   draining = false;
   /** Requests handed over while draining, to spread them over the peers. */
   handOvers = 0;
+  /** Set once close() has let go of the cluster: from then on nothing can be handed over. */
+  clusterClosed = false;
+  /** Streams relayed from other instances (ended apart by a drain). */
+  readonly relays = new Relays();
   /** What the verbs learned of a request, for its telemetry (filled only while somebody listens). */
   readonly facts = new WeakMap<CoreRequest, { era: 'legacy' | 'modern'; mcpMethod?: string; tool?: string }>();
 

@@ -69,7 +69,8 @@ export async function drain(ctx: EngineContext, deadlineMs: number): Promise<voi
   const canHandOff = options.cluster?.handOff !== undefined;
   for (;;) {
     if (canHandOff) await Promise.all(registry.idleSessions().map((session) => registry.handOff(session, options.retryMs)));
-    const running = [...registry.sessions.values()].some((s) => !s.idle);
+    // Still running here: a session's call, a 2026 request, a task.
+    const running = [...registry.sessions.values()].some((s) => !s.idle) || ctx.modern.inFlight > 0 || (ctx.tasks?.running ?? 0) > 0;
     if (!running || Date.now() >= deadline) break;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -77,4 +78,9 @@ export async function drain(ctx: EngineContext, deadlineMs: number): Promise<voi
   const left = [...registry.sessions.values()];
   if (canHandOff) await Promise.all(left.map((session) => registry.handOff(session, options.retryMs)));
   else for (const session of left) session.terminate(options.retryMs, 'shutdown');
+  // What still flows through here for other instances (a followed resume, a relayed stream, a
+  // listen stream) ends with the retry hint: its client comes back through a peer.
+  ctx.listeners.close();
+  for (const conn of [...registry.live]) conn.end(options.retryMs, 'shutdown');
+  ctx.relays.endAll(options.retryMs);
 }

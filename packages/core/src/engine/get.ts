@@ -21,11 +21,14 @@ export async function serveGet(ctx: EngineContext, req: CoreRequest, res: CoreRe
   const lastEventId = header(req.headers, 'last-event-id');
   const resuming = lastEventId !== undefined && lastEventId !== '';
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
+  // Draining: no stream starts here; the client follows its session from another instance (the
+  // owner's calls go on here, appending to the shared store).
+  if (found.kind === 'moved' || (ctx.draining && ctx.options.cluster && !servedWhileDraining(req))) {
+    return handOver(ctx, req, res, undefined, found.kind === 'local' ? found.session : undefined);
+  }
   if (found.kind === 'remote' && resuming) return followRemote(ctx, res, found, lastEventId, ctx.polling(ctx.versionOf(req, undefined)));
   const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, undefined) : found.session;
   if (!session) return;
-  // Draining: the client follows its session from another instance (the owner's calls go on here).
-  if (ctx.draining && ctx.options.cluster && !servedWhileDraining(req)) return handOver(ctx, req, res, undefined, session);
   const polling = ctx.polling(ctx.versionOf(req, session));
   if (resuming) return resume(ctx, res, session, lastEventId, polling);
   const { stream, created } = session.standaloneStream(polling);

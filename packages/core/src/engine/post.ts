@@ -43,9 +43,11 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   const resolving = resolveSession(ctx, req);
   const found = resolving instanceof Promise ? await resolving : resolving;
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
+  if (found.kind === 'moved' || (ctx.draining && ctx.options.cluster && !servedWhileDraining(req))) {
+    return handOver(ctx, req, res, text(), found.kind === 'local' ? found.session : undefined);
+  }
   const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, text()) : found.session;
   if (!session) return;
-  if (ctx.draining && ctx.options.cluster && !servedWhileDraining(req)) return handOver(ctx, req, res, text(), session);
   return serveInSession(ctx, req, res, session, body);
 }
 

@@ -10,6 +10,8 @@ import type { EngineContext } from './context.js';
 export type SessionResolution =
   | { kind: 'local'; session: Session }
   | { kind: 'remote'; sessionId: string; owner: SessionOwner }
+  /** Not here, and this instance is draining: it takes no session over; the request goes to a peer. */
+  | { kind: 'moved' }
   | { kind: 'rejected'; rejection: Rejection };
 
 export function rejected(rejection: Rejection): SessionResolution {

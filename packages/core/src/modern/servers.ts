@@ -90,6 +90,13 @@ export class ModernServers {
     return this.servers.size;
   }
 
+  /** 2026 requests being answered now, on every server. */
+  get inFlight(): number {
+    let n = 0;
+    for (const server of this.ready.values()) n += server.channel.inFlight;
+    return n;
+  }
+
   private async build(key: string, envelope: Envelope): Promise<ModernServer> {
     const server: ConnectableServer = await this.options.server({ sessionId: undefined, restoring: false, era: 'modern' });
     if (!server || typeof (server as { connect?: unknown }).connect !== 'function') {

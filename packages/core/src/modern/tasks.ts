@@ -40,7 +40,12 @@ const NOT_FOUND = 'Task not found: the task id is unknown, expired or evicted';
  * that shares the store. Tasks belong to the principal that created them.
  */
 export class Tasks implements TaskSignalListener {
-  private readonly running = new Map<string, RunningTask>();
+  private readonly runningTasks = new Map<string, RunningTask>();
+
+  /** Tasks whose tool runs here now. */
+  get running(): number {
+    return this.runningTasks.size;
+  }
 
   constructor(private readonly ctx: EngineContext) {
     void Promise.resolve(ctx.options.taskStore.listen?.(ctx.instanceId, this)).catch((error: unknown) =>
@@ -51,11 +56,11 @@ export class Tasks implements TaskSignalListener {
   // --- Signals from the store: what clients did, here or on another instance ------------------
 
   answered(taskId: string, responses: Record<string, unknown>): void {
-    this.running.get(taskId)?.answered(responses);
+    this.runningTasks.get(taskId)?.answered(responses);
   }
 
   cancelled(taskId: string, reason: string): void {
-    this.running.get(taskId)?.stop(reason);
+    this.runningTasks.get(taskId)?.stop(reason);
   }
 
   changed(task: TaskRecord): void {
@@ -107,12 +112,12 @@ export class Tasks implements TaskSignalListener {
       request: run.request,
       extra: run.extra,
       onError: options.onError,
-      done: (taskId) => this.running.delete(taskId),
+      done: (taskId) => this.runningTasks.delete(taskId),
       status: (taskId, status) => this.report(taskId, status),
     });
     task.serverId = serverId;
     server.channel.rebind(serverId, task);
-    this.running.set(record.taskId, task);
+    this.runningTasks.set(record.taskId, task);
     this.report(record.taskId, 'working');
     creation.then(
       () => exchange.handOff(createTaskResult(record)),
@@ -159,7 +164,7 @@ export class Tasks implements TaskSignalListener {
 
   /** Stops every task running here (shutdown): they fail, as their instance is going away. */
   close(): void {
-    for (const task of [...this.running.values()]) {
+    for (const task of [...this.runningTasks.values()]) {
       task.stop('the server shut down');
       void Promise.resolve(
         this.ctx.options.taskStore.update(task.taskId, {

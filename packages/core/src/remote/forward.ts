@@ -5,6 +5,7 @@ import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
+import { handOver } from '../engine/drain.js';
 import { restore } from './locate.js';
 
 /** Serves a request for another instance's session on that instance, relaying its answer as it comes. */
@@ -17,11 +18,16 @@ export async function forward(
 ): Promise<boolean> {
   const request = { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url };
   const { telemetry } = ctx.options;
+  // A relayed stream is long-lived: a drain ends it with the others (see engine/drain.ts).
+  const relaying: CoreResponder = {
+    send: (status, headers, text) => res.send(status, headers, text),
+    stream: (headers) => ctx.relays.track(res.stream(headers)),
+  };
   const sessionId = req.headers['mcp-session-id'];
   if (telemetry.on && typeof sessionId === 'string')
     telemetry.emit({ type: 'forward', at: Date.now(), session: telemetry.hash(sessionId), to: owner.instanceId });
   try {
-    await ctx.options.cluster!.forward(owner, request, res);
+    await ctx.options.cluster!.forward(owner, request, relaying);
     return true;
   } catch (error) {
     ctx.options.onError(asError(error, `forwarding to instance ${owner.instanceId} failed`));
@@ -47,6 +53,7 @@ export async function forwardOrTakeOver(
     const found = await restore(ctx, req, remote.sessionId, principalOf(req.authInfo));
     if (found.kind === 'local') return found.session;
     if (found.kind === 'rejected') return void sendRejection(res, found.rejection);
+    if (found.kind === 'moved') return void (await handOver(ctx, req, res, body));
     if (await forward(ctx, req, res, found.owner, body)) return undefined;
   }
   const message = 'Bad Gateway: the server instance that owns this session did not answer; retry later';

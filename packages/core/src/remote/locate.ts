@@ -38,6 +38,8 @@ export async function restore(
   sessionId: string,
   principal: string | undefined,
 ): Promise<SessionResolution> {
+  // A draining instance takes nothing over: a peer will.
+  if (ctx.draining) return { kind: 'moved' };
   let taken: TakeOver | undefined;
   try {
     taken = await ctx.options.cluster!.takeOver!(sessionId, principal);
