@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { CoreResponder, ForwardedRequest, RestoreRecord, SessionCluster, SessionOwner, TakeOver } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
-import { createRedisClient, LuaScript } from './client.js';
+import { createRedisClient, LuaScript, whenReady } from './client.js';
 import { HttpForwarder } from './forward.js';
 
 export interface RedisSessionClusterOptions {
@@ -127,7 +127,18 @@ export class RedisSessionCluster implements SessionCluster {
     });
     this.timer = setInterval(() => void this.heartbeat(), this.heartbeatMs);
     this.timer.unref?.();
+    // An instance counts as alive from the moment it can serve: it beats as soon as the
+    // connection is up (and again after every reconnect), not a heartbeat later.
+    this.client.on('ready', this.onReady);
     void this.heartbeat();
+  }
+
+  private readonly onReady = (): void => void this.heartbeat();
+
+  /** Resolves once Redis answers and this instance's first heartbeat is written. */
+  async ready(timeoutMs?: number): Promise<void> {
+    await whenReady(this.client, timeoutMs);
+    await this.heartbeat();
   }
 
   async claim(sessionId: string, principal: string | undefined): Promise<void> {
@@ -252,6 +263,7 @@ export class RedisSessionCluster implements SessionCluster {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
+    this.client.off('ready', this.onReady);
     this.forwarder.close();
     await this.beating;
     const keys = [this.instanceKey(this.instanceId), ...[...this.owned.keys()].map((id) => this.ownerKey(id))];

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { createRedisClient, whenReady } from './client.js';
+import { createRedisClient } from './client.js';
 import { RedisSessionCluster, type RedisSessionClusterOptions } from './cluster.js';
 import { RedisEventStore, type RedisEventStoreOptions } from './store.js';
 import { RedisTaskStore, type RedisTaskStoreOptions } from './tasks.js';
@@ -24,7 +24,7 @@ export interface RedisScaleOut {
   taskStore: RedisTaskStore;
   /** The shared command connection (live tails use one more). */
   client: Redis;
-  /** Resolves once Redis answers; until then requests that need it get 503s. */
+  /** Resolves once Redis answers and this instance's first heartbeat is written; until then requests that need Redis get 503s. */
   ready(timeoutMs?: number): Promise<void>;
 }
 
@@ -54,5 +54,5 @@ export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOu
   const cluster = new RedisSessionCluster({ ...options, client, ownsClient: false });
   const taskStore = new RedisTaskStore({ ...options, client, ownsClient: false });
   const eventStore = new RedisEventStore({ ...options, client, ownsClient: owns });
-  return { eventStore, cluster, taskStore, client, ready: (timeoutMs) => whenReady(client, timeoutMs) };
+  return { eventStore, cluster, taskStore, client, ready: (timeoutMs) => cluster.ready(timeoutMs) };
 }

@@ -121,4 +121,27 @@ describe('RedisSessionCluster', () => {
     await a.claim('sess-6b', undefined);
     await eventually(async () => expect(await b.lookupOwner('sess-6a')).toMatchObject({ instanceId: 'a6' }));
   });
+
+  it('an instance is alive for the others as soon as ready() resolves, though its next heartbeat is a minute away', async () => {
+    const b = await instance('b7', 60_000);
+    const a = new RedisSessionCluster({
+      url: redis.url,
+      internalUrl: 'http://a7.internal:3000/mcp',
+      instanceId: 'a7',
+      heartbeatMs: 60_000,
+      keyPrefix: 't60000:',
+    });
+    clusters.push(a);
+    await a.ready(5_000);
+    expect(await b.instanceAlive('a7')).toBe(true);
+  });
+
+  it('after a reconnect the instance beats at once, not a heartbeat later', async () => {
+    const a = await instance('a8', 60_000);
+    const b = await instance('b8', 60_000);
+    await admin.del('t60000:instance:a8');
+    expect(await b.instanceAlive('a8')).toBe(false);
+    a.client.disconnect(true);
+    await eventually(async () => expect(await admin.exists('t60000:instance:a8')).toBe(1));
+  });
 });

@@ -39,7 +39,8 @@ export async function handOver(
   if (peers.length === 0 || !cluster || header(req.headers, HANDED_OVER_HEADER) !== undefined) return sendRejection(res, draining(ctx));
   const peer = peers[ctx.handOvers++ % peers.length]!;
   try {
-    await cluster.forward(peer, { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url, handOver: true }, res);
+    const request = { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url, handOver: true };
+    await cluster.forward(peer, request, ctx.relays.responder(res, req.method));
   } catch (error) {
     ctx.options.onError(asError(error, `handing a request over to instance ${peer.instanceId} failed`));
     sendRejection(res, draining(ctx));

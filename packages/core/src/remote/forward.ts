@@ -18,11 +18,8 @@ export async function forward(
 ): Promise<boolean> {
   const request = { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url };
   const { telemetry } = ctx.options;
-  // A relayed stream is long-lived: a drain ends it with the others (see engine/drain.ts).
-  const relaying: CoreResponder = {
-    send: (status, headers, text) => res.send(status, headers, text),
-    stream: (headers) => ctx.relays.track(res.stream(headers)),
-  };
+  // A relayed stream may be long-lived: a drain ends it with the others (see engine/drain.ts).
+  const relaying = ctx.relays.responder(res, req.method);
   const sessionId = req.headers['mcp-session-id'];
   if (telemetry.on && typeof sessionId === 'string')
     telemetry.emit({ type: 'forward', at: Date.now(), session: telemetry.hash(sessionId), to: owner.instanceId });
