@@ -105,6 +105,10 @@ export class McpHandler {
     ctx.listeners.close();
     ctx.tasks?.close();
     await ctx.modern.close();
+    // Requests still being handed over keep the cluster until they are answered (their relayed
+    // streams end now, with the retry hint); only then does this instance leave it.
+    ctx.relays.endAll(ctx.options.retryMs);
+    while (ctx.handingOver.size > 0) await Promise.allSettled([...ctx.handingOver]);
     ctx.clusterClosed = true;
     await ctx.options.cluster?.close?.();
     await ctx.options.eventStore.close?.();

@@ -43,6 +43,8 @@ export class EngineContext {
   handOvers = 0;
   /** Set once close() has let go of the cluster: from then on nothing can be handed over. */
   clusterClosed = false;
+  /** Requests being handed over to peers now: close() lets them finish before it leaves the cluster. */
+  readonly handingOver = new Set<Promise<void>>();
   /** Streams relayed from other instances (ended apart by a drain). */
   readonly relays = new Relays();
   /** What the verbs learned of a request, for its telemetry (filled only while somebody listens). */

@@ -40,7 +40,9 @@ export async function handOver(
   const peer = peers[ctx.handOvers++ % peers.length]!;
   try {
     const request = { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url, handOver: true };
-    await cluster.forward(peer, request, ctx.relays.responder(res, req.method));
+    const forwarding = cluster.forward(peer, request, ctx.relays.responder(res, req.method));
+    ctx.handingOver.add(forwarding);
+    await forwarding.finally(() => ctx.handingOver.delete(forwarding));
   } catch (error) {
     ctx.options.onError(asError(error, `handing a request over to instance ${peer.instanceId} failed`));
     sendRejection(res, draining(ctx));
