@@ -87,8 +87,8 @@ function logRestored(sessionId: string | undefined, server: ReturnType<typeof fi
 }
 
 // SIGTERM (a deploy): hand sessions to the other instances and let running calls finish (at most
-// DRAIN_MS, default 10 s); then stop taking connections, end the streams still open here (their
-// clients resume elsewhere) and leave. A second signal stops at once.
+// DRAIN_MS, default 10 s); then stop listening and, once the last connection has ended, leave the
+// cluster. A second signal stops at once.
 let stopping = false;
 async function shutdown(signal: NodeJS.Signals): Promise<void> {
   if (stopping) process.exit(1);
@@ -102,10 +102,16 @@ async function shutdown(signal: NodeJS.Signals): Promise<void> {
   } catch (error) {
     console.error(`express-example: drain failed: ${(error as Error).message}`);
   }
-  // Open SSE connections never end by themselves: close() ends them once no new one can arrive.
-  server.close(() => process.exit(0));
+  // What still reaches this instance until the listener is closed is handed over; a connection
+  // that somehow outlives that for CLOSE_GRACE_MS (default 5 s) is ended by close().
+  const grace = setTimeout(() => void mcp.close(), Number(process.env.CLOSE_GRACE_MS ?? 5_000));
+  await new Promise((resolve) => {
+    server.close(resolve);
+    server.closeIdleConnections();
+  });
+  clearTimeout(grace);
   await mcp.close();
-  server.closeIdleConnections();
+  process.exit(0);
 }
 process.on('SIGTERM', (signal) => void shutdown(signal));
 process.on('SIGINT', (signal) => void shutdown(signal));
