@@ -136,7 +136,7 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     const { client, steps, owner, mine } = await connect();
     const other = instances.find((i) => i.name !== owner)!;
     const call = client.callTool(
-      { name: 'long_task', arguments: { steps: 40, intervalMs: 40, closeEvery: 4, retryMs: 50 } },
+      { name: 'long_task', arguments: { steps: 120, intervalMs: 40, closeEvery: 4, retryMs: 50 } },
       CallToolResultSchema,
       { timeout: 45_000 },
     );
@@ -144,11 +144,11 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     const before = mine().length;
     await other.stop('SIGKILL');
     await other.start();
+    // The restarted instance serves resumes again while the call runs (120 steps: ~5 s, a restart ~1 s).
+    await until(() => resumesOf(mine().slice(before)).some((r) => r.servedBy === other.name), 'a resume on the restarted instance');
     const result = await call;
-    expect(result.content).toEqual([{ type: 'text', text: 'completed 40 steps' }]);
-    expect(steps).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
-    // The restarted instance served resumes again afterwards.
-    expect(resumesOf(mine().slice(before)).some((r) => r.servedBy === other.name)).toBe(true);
+    expect(result.content).toEqual([{ type: 'text', text: 'completed 120 steps' }]);
+    expect(steps).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
   }, 60_000);
 
   it('Redis down: clear 503s with JSON-RPC bodies, processes stay up, and service recovers by itself when Redis returns', async () => {
