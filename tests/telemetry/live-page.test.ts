@@ -126,7 +126,8 @@ describe('the live page in Chromium', () => {
     }
     const replays = await lane.locator('.replay').allInnerTexts();
     expect(replays).toHaveLength(2);
-    for (const r of replays) expect(Number(/↺ (\d+) replayed/.exec(r)![1])).toBeGreaterThanOrEqual(2);
+    // The step 150 ms after each close is stored before the client can be back (400 ms).
+    for (const r of replays) expect(Number(/↺ (\d+) replayed/.exec(r)![1])).toBeGreaterThanOrEqual(1);
     expect(await lane.locator('.conn.resume').count()).toBe(2);
     expect(await lane.locator('.tick.stored').count()).toBeGreaterThanOrEqual(2);
     expect(await lane.locator('.tick.live').count()).toBeGreaterThanOrEqual(4);
