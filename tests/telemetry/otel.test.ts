@@ -5,7 +5,8 @@
  * and GET /mcp-kit/otel hands over what it recorded). One server per adapter lives through a
  * polling `long_task` (two server closes, two resumes), a resume from an evicted cursor (410), a
  * reader that stops reading (cut past maxBufferedBytes), a hibernated session woken by its next
- * call, a DELETE and a 2026-07-28 request; then the recorded metrics and spans are checked.
+ * call, a DELETE, a 2026-07-28 call that becomes a task and another 2026 request; then the
+ * recorded metrics and spans are checked.
  */
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +25,7 @@ import {
   total,
   type TelemetrySnapshot,
 } from '../support/otel.js';
+import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
 import { callTool, errorOf, http, openSession, PROTOCOL } from '../support/sse.js';
 
 const OPTIONS = { retryMs: 150, hibernateAfterMs: 0, maxBufferedBytes: 64 * 1024, eventStore: { maxEventsPerStream: 20 } };
@@ -153,6 +155,21 @@ describe.each(adapters)('OpenTelemetry on $name', (adapter) => {
     stalled.destroy();
     expect((await api.del(slow.headers)).status).toBe(200);
 
+    // 6. A 2026-07-28 call that becomes a task (the client declares the Tasks extension), polled to its end.
+    const withTasks = envelope({ 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } });
+    const task = (
+      await modernAnswer(
+        await modernPost(url, modernRequest(6, 'tools/call', { name: 'slow_compute', arguments: { seconds: 1 } }, withTasks)),
+      )
+    ).answer.result;
+    expect(task).toMatchObject({ resultType: 'task', status: 'working' });
+    for (let id = 100; ; id++) {
+      const polled = (await modernAnswer(await modernPost(url, modernRequest(id, 'tasks/get', { taskId: task.taskId }, withTasks)))).answer
+        .result;
+      if (polled.status !== 'working') break;
+      await new Promise((r) => setTimeout(r, task.pollIntervalMs ?? 100));
+    }
+
     // 5. A 2026-07-28 request: no session.
     const modern = await api.post(modernCall(5), {
       'mcp-protocol-version': '2026-07-28',
@@ -226,9 +243,17 @@ describe.each(adapters)('OpenTelemetry on $name', (adapter) => {
     expect(
       total(final, 'mcp_kit.requests', { 'mcp_kit.era': 'legacy', 'http.request.method': 'GET', 'http.response.status_code': 410 }),
     ).toBe(1);
-    expect(total(final, 'mcp_kit.requests', { 'mcp_kit.era': 'modern', 'mcp.method.name': 'tools/call' })).toBe(1);
+    // slow_compute (a task) and test_simple_text; then the task's polls.
+    expect(total(final, 'mcp_kit.requests', { 'mcp_kit.era': 'modern', 'mcp.method.name': 'tools/call' })).toBe(2);
+    expect(total(final, 'mcp_kit.requests', { 'mcp_kit.era': 'modern', 'mcp.method.name': 'tasks/get' })).toBeGreaterThanOrEqual(1);
     // Every connection of the scenario ended (the SDK client's GET stream closed with it).
     for (const kind of ['post', 'resume']) expect(total(final, 'mcp_kit.sse.connections', { 'mcp_kit.stream.kind': kind })).toBe(0);
+  });
+
+  it('follows tasks by status', () => {
+    expect(total(final, 'mcp_kit.task.status_changes', { 'mcp_kit.task.status': 'working' })).toBe(1);
+    expect(total(final, 'mcp_kit.task.status_changes', { 'mcp_kit.task.status': 'completed' })).toBe(1);
+    expect(total(final, 'mcp_kit.tasks', { 'mcp_kit.task.status': 'working' })).toBe(0);
   });
 
   it('records one SERVER span per HTTP request: the POST and its resumes named after the call, with closes, retries and gaps', () => {
