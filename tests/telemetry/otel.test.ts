@@ -155,7 +155,7 @@ describe.each(adapters)('OpenTelemetry on $name', (adapter) => {
     stalled.destroy();
     expect((await api.del(slow.headers)).status).toBe(200);
 
-    // 6. A 2026-07-28 call that becomes a task (the client declares the Tasks extension), polled to its end.
+    // 5. A 2026-07-28 call that becomes a task (the client declares the Tasks extension), polled to its end.
     const withTasks = envelope({ 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } });
     const task = (
       await modernAnswer(
@@ -170,7 +170,7 @@ describe.each(adapters)('OpenTelemetry on $name', (adapter) => {
       await new Promise((r) => setTimeout(r, task.pollIntervalMs ?? 100));
     }
 
-    // 5. A 2026-07-28 request: no session.
+    // 6. Another 2026-07-28 request: no session, no task.
     const modern = await api.post(modernCall(5), {
       'mcp-protocol-version': '2026-07-28',
       'mcp-method': 'tools/call',
