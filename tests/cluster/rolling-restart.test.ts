@@ -6,14 +6,17 @@
  * other instances) and is started again, while the clients keep going. Nothing may be lost: every
  * call completes, every step arrives once and in order, no 404, no client starts a new session.
  *
- * CLUSTER_CLIENTS sets the number of clients (see CLIENTS below); `pnpm test:chaos` (LONG=1) runs more.
+ * CLUSTER_CLIENTS sets the number of clients (see CLIENTS below).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { count, Rng, seedFor } from '../reliability/random.js';
 import { startCluster, type TestCluster } from '../support/cluster.js';
 import { connectClient, Counter, oneTo, type ClusterClient, type LongTask } from './clients.js';
 
-const CLIENTS = count(200, 500, 'CLUSTER_CLIENTS');
+// 200 in CI (the issue's number; ~50 s on 2 cores). Under LONG=1 (`pnpm test:chaos`) 300: one
+// Node process drives every SDK client and the proxy, and at 500 on 2 cores that process falls so
+// far behind that first calls pass the SDK's 60 s request timeout.
+const CLIENTS = count(200, 300, 'CLUSTER_CLIENTS');
 const TASK: LongTask = { steps: 6, intervalMs: 150, closeEvery: 2, retryMs: 150 };
 /** Idle gap between a client's calls, in ms. */
 const GAP = { min: 50, max: 600 };
@@ -53,6 +56,8 @@ interface Restart {
   restored: number;
   /** Sessions it took over itself after its SIGTERM (it should hand them on instead). */
   restoredWhileDraining: number;
+  /** Whether connections outlived the drain by CLOSE_GRACE_MS, so the app's close() ended them. */
+  graceClosed: boolean;
   /** Calls running (on any instance) when it got SIGTERM. */
   callsRunning: number;
   /** ms since the clients connected: SIGTERM, exit, listening again. */
@@ -71,6 +76,8 @@ async function within<T>(ms: number, what: string, promise: Promise<T>): Promise
     clearTimeout(timer);
   }
 }
+
+const countBy = (items: string[]) => Object.fromEntries([...new Set(items)].map((k) => [k, items.filter((i) => i === k).length]));
 
 const restoredLines = (output: string) =>
   [...output.matchAll(/restored session (\S+) for (\S+)/g)].map((m) => ({ sessionId: m[1]!, client: m[2]! }));
@@ -127,7 +134,8 @@ describe('rolling restart of three Redis-backed instances', () => {
       const after = instances.flatMap((i) => restoredLines(i.output).map((r) => r.sessionId));
       const at: Restart['at'] = [t0 - started, t0 + exitMs - started, Date.now() - started];
       const restored = after.filter((s) => !before.has(s)).length;
-      restarts.push({ name: inst.name, drainMs, exitMs, restored, restoredWhileDraining, callsRunning, at });
+      const graceClosed = inst.runOutput.includes('connections still open');
+      restarts.push({ name: inst.name, drainMs, exitMs, restored, restoredWhileDraining, graceClosed, callsRunning, at });
     }
     const rollMs = Date.now() - rollStarted;
     rolling = false;
@@ -154,6 +162,9 @@ describe('rolling restart of three Redis-backed instances', () => {
       rollingRestartMs: rollMs,
       totalMs: Date.now() - started,
       transportErrors: clients.reduce((n, c) => n + c.errors.length, 0),
+      transportErrorKinds: countBy(
+        clients.flatMap((c) => c.errors.map((e) => e.message.replace(/[0-9a-zA-Z_-]{22}(\.\d+)?/g, '…').slice(0, 120))),
+      ),
     };
     console.log(`[rolling restart] ${JSON.stringify(figures, null, 2)}`);
     const refused = log.filter((r) => r.status >= 400).map((r) => ({ ...r, at: r.at - started, backend: instances[r.backend]!.name }));

@@ -104,7 +104,11 @@ async function shutdown(signal: NodeJS.Signals): Promise<void> {
   }
   // What still reaches this instance until the listener is closed is handed over; a connection
   // that somehow outlives that for CLOSE_GRACE_MS (default 5 s) is ended by close().
-  const grace = setTimeout(() => void mcp.close(), Number(process.env.CLOSE_GRACE_MS ?? 5_000));
+  const graceMs = Number(process.env.CLOSE_GRACE_MS ?? 5_000);
+  const grace = setTimeout(() => {
+    console.log(`express-example: connections still open ${graceMs} ms after the drain: closing them`);
+    void mcp.close();
+  }, graceMs);
   await new Promise((resolve) => {
     server.close(resolve);
     server.closeIdleConnections();
