@@ -104,17 +104,19 @@ async function shutdown(signal: NodeJS.Signals): Promise<void> {
   }
   // What still reaches this instance until the listener is closed is handed over; a connection
   // that somehow outlives that for CLOSE_GRACE_MS (default 5 s) is ended by close().
+  let closing: Promise<void> | undefined;
+  const close = () => (closing ??= mcp.close());
   const graceMs = Number(process.env.CLOSE_GRACE_MS ?? 5_000);
   const grace = setTimeout(() => {
     console.log(`express-example: connections still open ${graceMs} ms after the drain: closing them`);
-    void mcp.close();
+    void close();
   }, graceMs);
   await new Promise((resolve) => {
     server.close(resolve);
     server.closeIdleConnections();
   });
   clearTimeout(grace);
-  await mcp.close();
+  await close();
   process.exit(0);
 }
 process.on('SIGTERM', (signal) => void shutdown(signal));
