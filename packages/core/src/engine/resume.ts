@@ -28,8 +28,7 @@ export async function resume(
   let active = session.activeStream(cursor.streamId);
   const { telemetry } = ctx.options;
   if (telemetry.on) {
-    const awayMs = active?.closedAt === undefined ? undefined : Date.now() - active.closedAt;
-    if (active) active.closedAt = undefined;
+    const awayMs = session.routes.awayMs(cursor.streamId, Date.now());
     watchConnection(telemetry, session.sessionId as string, cursor.streamId, conn, 'resume', {
       ...replayed(replayedFrames.frames),
       awayMs,

@@ -10,6 +10,8 @@ export class StreamRoutes {
   standalone: Stream | undefined;
   private readonly byId = new Map<string, Stream>();
   private readonly byRequest = new Map<RequestId, Stream>();
+  /** When the server last closed streams that completed while their client was away (telemetry). */
+  private readonly closedWhileAway = new Map<string, number>();
 
   add(stream: Stream): Stream {
     this.byId.set(stream.id, stream);
@@ -51,6 +53,19 @@ export class StreamRoutes {
   /** The stream got its last answer: it is no longer open (its id stays a valid cursor in the store). */
   complete(stream: Stream): void {
     this.byId.delete(stream.id);
+    if (stream.closedAt === undefined) return;
+    // The client's last poll comes after this: keep when it was sent away (a few, oldest out).
+    this.closedWhileAway.set(stream.id, stream.closedAt);
+    if (this.closedWhileAway.size > 16) this.closedWhileAway.delete(this.closedWhileAway.keys().next().value!);
+  }
+
+  /** How long the client of `streamId` stayed away since the server closed its connection (once per close). */
+  awayMs(streamId: string, now: number): number | undefined {
+    const stream = this.byId.get(streamId);
+    const closedAt = stream ? stream.closedAt : this.closedWhileAway.get(streamId);
+    if (stream) stream.closedAt = undefined;
+    else this.closedWhileAway.delete(streamId);
+    return closedAt === undefined ? undefined : now - closedAt;
   }
 
   /** Forgets a stream that never went on the wire. */

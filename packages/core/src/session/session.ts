@@ -41,7 +41,8 @@ export class Session implements Transport {
   /** The server behind the session, and what hibernation keeps to rebuild it. */
   readonly server = new SessionServer((message) => this.onmessage?.(message, {}));
 
-  private readonly routes = new StreamRoutes();
+  /** Its streams: which carries what (read by the engine's resume for the client's time away). */
+  readonly routes = new StreamRoutes();
 
   constructor(
     /** `undefined` in stateless mode. */

@@ -4,6 +4,8 @@ import type { CoreRequest, CoreResponder, OutHeaders, SseSink } from '../ports/h
 /**
  * Serves a request through a responder that notes the answer's status, then reports the request
  * once its response has started (an SSE stream goes on after; its connection is reported apart).
+ * A 2026 request is answered after the engine let go of it (its server answers when its tool
+ * ends): it is reported then, or when its client left first (status 0).
  */
 export async function observeRequest(
   ctx: EngineContext,
@@ -14,20 +16,23 @@ export async function observeRequest(
   const started = performance.now();
   const at = Date.now();
   let status = 0;
+  let answered: (() => void) | undefined;
   const noting: CoreResponder = {
     send(s: number, headers: OutHeaders, body: string | undefined) {
       status ||= s;
       res.send(s, headers, body);
+      answered?.();
     },
     stream(headers: OutHeaders): SseSink {
       status ||= 200;
-      return res.stream(headers);
+      const sink = res.stream(headers);
+      answered?.();
+      return sink;
     },
     onClose: res.onClose?.bind(res),
   };
-  try {
-    await serve(noting);
-  } finally {
+  const report = () => {
+    answered = () => {};
     const { telemetry } = ctx.options;
     const facts = ctx.facts.get(req);
     const sessionId = req.headers['mcp-session-id'];
@@ -40,5 +45,14 @@ export async function observeRequest(
       ...facts,
       ...(typeof sessionId === 'string' ? { session: telemetry.hash(sessionId) } : {}),
     });
+  };
+  try {
+    await serve(noting);
+  } finally {
+    if (status !== 0 || !res.onClose) report();
+    else {
+      answered = report;
+      res.onClose(() => answered?.());
+    }
   }
 }
