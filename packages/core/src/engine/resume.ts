@@ -24,6 +24,7 @@ export async function resume(
   const replayedFrames = await ctx.replay(session.sessionId as string, cursor.streamId, cursor.seq);
   if (replayedFrames === undefined) return sendRejection(res, unavailable('the event store'));
   if (!replayedFrames.ok) return refuseCursor(ctx, res, session.sessionId as string, cursor.streamId, replayedFrames.reason);
+  if (nothingLeft(replayedFrames) && !session.activeStream(cursor.streamId)) return res.send(204, {}, undefined);
   const conn = session.newConnection(res);
   let active = session.activeStream(cursor.streamId);
   const { telemetry } = ctx.options;
@@ -91,4 +92,13 @@ export function refuseCursor(
     telemetry.emit({ type: 'cursor.evicted', at: Date.now(), session: telemetry.hash(sessionId), stream: telemetry.hash(streamId) });
   }
   sendRejection(res, replayRejection(reason));
+}
+
+/**
+ * The cursor is the last event of a finished stream: the client has had everything, its answer
+ * included. `204`, not an empty stream: an SDK v1 client does not count an error answer as the
+ * end of a resumed stream and would come back for it at every `retry`, for as long as it lives.
+ */
+export function nothingLeft(replay: { frames: readonly string[]; complete: boolean }): boolean {
+  return replay.complete && replay.frames.length === 0;
 }

@@ -7,7 +7,7 @@ import { SseConnection } from '../streams/connection.js';
 import { primingEvent, SSE_HEADERS } from '../streams/frames.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
-import { refuseCursor } from '../engine/resume.js';
+import { nothingLeft, refuseCursor } from '../engine/resume.js';
 import { replayed, watchConnection } from '../telemetry/watch.js';
 
 /**
@@ -72,6 +72,7 @@ export async function followRemote(
   const result = await ctx.replay(remote.sessionId, cursor.streamId, cursor.seq);
   if (result === undefined) return sendRejection(res, unavailable('the event store'));
   if (!result.ok) return refuseCursor(ctx, res, remote.sessionId, cursor.streamId, result.reason);
+  if (nothingLeft(result)) return res.send(204, {}, undefined);
   // The pace the tool last set (closeSSEStream), where the store keeps it; else the handler's.
   const retryMs = result.retryMs ?? ctx.options.retryMs;
   const tail = new RemoteTail(retryMs);
