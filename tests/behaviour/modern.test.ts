@@ -56,6 +56,21 @@ describe.each(adapters)('2026-07-28 era: $name', (adapter) => {
     expect(res.headers.get('mcp-session-id')).toBeNull();
   });
 
+  it('a tool that asks its client with a server request (SDK v1 sampling) hears at once that a 2026 request cannot carry it', async () => {
+    const meta = envelope({ 'io.modelcontextprotocol/clientCapabilities': { sampling: {} } });
+    const res = await modernPost(sut.url, modernRequest(8, 'tools/call', { name: 'test_sampling', arguments: { prompt: 'hi' } }, meta));
+    const { answer } = await modernAnswer(res);
+    expect(answer.id).toBe(8);
+    // The in-process adapters serve the SDK v1 fixture, whose tool sends sampling/createMessage as
+    // a request; next-example serves the SDK v2 one, which asks with input_required instead.
+    if (adapter.inProcess) expect(JSON.stringify(answer)).toContain('cannot reach a client of the 2026-07-28 era');
+    else
+      expect(answer.result).toMatchObject({
+        resultType: 'input_required',
+        inputRequests: { completion: { method: 'sampling/createMessage' } },
+      });
+  });
+
   it('two clients using the same request id at once each get their own answer', async () => {
     const [a, b] = await Promise.all([
       modernPost(sut.url, modernRequest(1, 'tools/call', { name: 'long_task', arguments: { steps: 3, intervalMs: 20 } })),

@@ -9,6 +9,8 @@ export interface Reply {
   answer(message: JSONRPCMessage): void;
   /** A notification or request the server sends about the request while it runs. */
   related(message: JSONRPCMessage): void | Promise<void>;
+  /** Whether the server's requests can reach the client through it (a task's become its questions). */
+  readonly asks?: boolean;
 }
 
 /**
@@ -59,7 +61,8 @@ export class ModernChannel implements Transport {
     const related = options?.relatedRequestId;
     if (related !== undefined) {
       const reply = this.replies.get(related as number);
-      if (reply) return reply.related(message) ?? RESOLVED;
+      // A plain 2026 request has no way to ask its client anything: the server hears so at once.
+      if (reply && (reply.asks || !('id' in message))) return reply.related(message) ?? RESOLVED;
     }
     if ('id' in message) this.refuse(message.id as string | number, (message as JSONRPCRequest).method);
     else this.broadcast(message);

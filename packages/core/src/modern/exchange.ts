@@ -109,7 +109,7 @@ export class Exchange implements Reply {
 
   related(message: JSONRPCMessage): void {
     if (this.done) return;
-    // The server's requests were refused by the channel; only notifications get here.
+    // The channel refuses the server's requests (see ModernChannel.send); only notifications get here.
     if ('id' in message) return;
     const method = (message as { method: string }).method;
     if (method === 'notifications/message' && !this.wantsLog((message as { params?: { level?: LogLevel } }).params?.level)) return;

@@ -35,6 +35,8 @@ export interface RunningTaskContext {
  * out in order, after the task's creation.
  */
 export class RunningTask implements Reply {
+  /** The server's requests become the task's questions (`input_required`). */
+  readonly asks = true;
   /** The server's id of the tool request running now (a new one per `input_required` round). */
   serverId = 0;
   private queue: Promise<unknown>;
