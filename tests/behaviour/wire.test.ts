@@ -357,8 +357,8 @@ describe.each(adapters)('wire: $name', (adapter) => {
   });
 });
 
-// Options that hold functions cannot cross into a `next start` process; these run in-process.
-describe.each(inProcessAdapters)('wire (custom store): $name', (adapter) => {
+// Options that hold functions, or need the client's address, run in-process only (not in `next start`).
+describe.each(inProcessAdapters)('wire (in-process options): $name', (adapter) => {
   let sut: ServerUnderTest;
   let api: McpHttp;
   const start = async (options: HarnessOptions = {}) => {
@@ -394,21 +394,9 @@ describe.each(inProcessAdapters)('wire (custom store): $name', (adapter) => {
     const ok = await api.postSse(callTool(2, 'test_simple_text'), headers);
     await ok.until((m) => m.id === 2);
   });
-});
 
-// The node bridge knows the client's address; a fetch handler (Next) does not, so there the
-// per-principal cap counts authenticated principals only (see the option's documentation).
-describe.each(inProcessAdapters)('session caps: $name', (adapter) => {
-  let sut: ServerUnderTest;
-  let api: McpHttp;
-  const start = async (options: HarnessOptions = {}) => {
-    sut = await adapter.start(options);
-    api = http(sut.url);
-  };
-  afterEach(async () => {
-    await sut.close();
-  });
-
+  // The node bridge knows the client's address; a fetch handler (Next) does not, so there the
+  // per-principal cap counts authenticated principals only (see the option's documentation).
   it('maxSessionsPerPrincipal: one client (here, one address without auth) gives up its own idle sessions first', async () => {
     await start({ maxSessionsPerPrincipal: 2, maxSessions: 100 });
     const first = await openSession(api);
