@@ -13,6 +13,7 @@ export default defineConfig({
       { find: /^@mcp-kit\/core\/otel$/, replacement: src('core', 'telemetry/otel') },
       { find: /^@mcp-kit\/express$/, replacement: src('express') },
       { find: /^@mcp-kit\/fixtures$/, replacement: src('fixtures') },
+      { find: /^@mcp-kit\/fixtures\/example-app$/, replacement: src('fixtures', 'example-app') },
       { find: /^@mcp-kit\/next$/, replacement: src('next') },
       { find: /^@mcp-kit\/koa$/, replacement: src('koa') },
       { find: /^@mcp-kit\/redis$/, replacement: src('redis') },
