@@ -1,12 +1,14 @@
 import type { McpHandler } from '@mcp-kit/core';
-import { parseFixtureSdk } from '@mcp-kit/fixtures';
+import { readExampleEnv, shutdownGracefully, type ExampleEnv } from '@mcp-kit/fixtures/example-app';
 import { getOrCreate } from '@mcp-kit/next';
 import { setUpOpenTelemetry } from './otel';
 
-// A bad MCP_SDK stops `next start` here, with one clear line, instead of failing every request
-// to /mcp later (app/mcp/route.ts reads the same setting).
+// A bad setting (MCP_SDK=v3, HIBERNATE_MS=soon) stops `next start` here, with one clear line,
+// instead of failing every request to /mcp later (app/mcp/route.ts reads the same settings).
+let settings: ExampleEnv;
 try {
-  console.log(`next-example: fixture on SDK ${parseFixtureSdk(process.env.MCP_SDK)}`);
+  settings = readExampleEnv('next-example');
+  console.log(`next-example: fixture on SDK ${settings.sdk}`);
 } catch (error) {
   console.error(`next-example: ${(error as Error).message}`);
   process.exit(1);
@@ -15,30 +17,13 @@ try {
 // MCP_KIT_OTEL=console|memory: the OpenTelemetry SDK, before any route records into it (otel.ts).
 if (process.env.MCP_KIT_OTEL) setUpOpenTelemetry(process.env.MCP_KIT_OTEL);
 
-// SIGTERM (a deploy) or SIGINT: the handler stops taking new sessions, lets running calls finish
-// (at most DRAIN_MS, default 10 s), then ends every stream with the retry hint. `next start`'s
-// own handler stops listening and waits for every open connection, which an SSE stream never
-// closes by itself: ending them is what lets it exit. With NEXT_MANUAL_SIG_HANDLE=true (set it in
-// the start script's environment, as Next documents) Next leaves the signal to us and we exit here.
-let stopping = false;
-async function shutdown(signal: NodeJS.Signals): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  // The route module creates the handler on its first request (getOrCreate); none yet, nothing to drain.
-  const mcp = getOrCreate<McpHandler | undefined>('next-example', () => undefined);
-  if (mcp) {
-    const started = Date.now();
-    const deadlineMs = Number(process.env.DRAIN_MS ?? 10_000);
-    console.log(`next-example: ${signal}: draining (deadline ${deadlineMs} ms)`);
-    try {
-      await mcp.drain({ deadlineMs });
-      console.log(`next-example: drained in ${Date.now() - started} ms`);
-    } catch (error) {
-      console.error(`next-example: drain failed: ${(error as Error).message}`);
-    }
-    await mcp.close();
-  }
-  if (process.env.NEXT_MANUAL_SIG_HANDLE) process.exit(0);
-}
-process.on('SIGTERM', (signal) => void shutdown(signal));
-process.on('SIGINT', (signal) => void shutdown(signal));
+// SIGTERM (a deploy) or SIGINT: the handler hands its sessions over, lets running calls finish
+// (at most DRAIN_MS), then ends every stream with the retry hint and leaves the cluster. The start
+// script sets NEXT_MANUAL_SIG_HANDLE=true, so Next leaves the signal to us and we exit once that is
+// done: Next's own handler stops listening at once and exits as soon as the last connection has
+// ended, cutting a drain that still talks to Redis (the instance would linger in the cluster for
+// 3 heartbeats). Without it (a bare `next start`) we drain and close, and Next exits. The route
+// creates the handler at its first request (getOrCreate): none yet, nothing to drain.
+shutdownGracefully(settings, () => getOrCreate<McpHandler | undefined>('next-example', () => undefined), {
+  exit: Boolean(process.env.NEXT_MANUAL_SIG_HANDLE),
+});

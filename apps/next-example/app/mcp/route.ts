@@ -1,22 +1,42 @@
-import { createMcpHandler } from '@mcp-kit/core';
+import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
 import { instrumentOpenTelemetry } from '@mcp-kit/core/otel';
-import { fixtureServer, parseFixtureSdk } from '@mcp-kit/fixtures';
-import { getOrCreate, mcpNext } from '@mcp-kit/next';
+import { exampleApp, type ExampleApp } from '@mcp-kit/fixtures/example-app';
+import { getOrCreate, mcpNext, type McpRouteHandler, type McpRouteHandlers } from '@mcp-kit/next';
 
-// MCP_SDK=v1|v2 (default v2) picks the SDK the fixture is built with. instrumentation.ts stops
-// `next start` on a bad value; this throws too, for any other way the module gets loaded.
-const sdk = parseFixtureSdk(process.env.MCP_SDK);
+// PORT, HOST, MCP_SDK, REDIS_URL (scale-out), HIBERNATE_MS, INSTANCE_NAME, …: see
+// packages/fixtures/src/example-app.ts, which every example app shares.
 
-// Cached on globalThis: `next dev` re-evaluates this module on edits, and sessions must outlive that.
-const mcp = getOrCreate('next-example', () => {
+interface Routes {
+  handlers: McpRouteHandlers;
+  instanceName: string | undefined;
+}
+
+/**
+ * The routes, made at the first request and not when this module is imported: `next build`
+ * imports it, and must not connect to Redis. Cached on globalThis (getOrCreate): `next dev`
+ * re-evaluates this module on edits, and sessions must outlive that. The first request waits
+ * until this instance has joined the cluster; should that fail, requests that need Redis get 503s
+ * until it is back, as on any instance that loses it.
+ */
+function routes(): Promise<Routes> {
+  return getOrCreate('next-example:routes', async () => {
+    const example = exampleApp('next-example');
+    // instrumentation-node.ts drains and closes it on SIGTERM, under this name.
+    const mcp = getOrCreate('next-example', () => createHandler(example));
+    await example.ready().then(
+      () => console.log(example.describe()),
+      (error: Error) => console.error(`next-example: Redis: ${error.message}`),
+    );
+    return { handlers: mcpNext(mcp), instanceName: example.instanceName };
+  });
+}
+
+function createHandler(example: ExampleApp): McpHandler {
   const handler = createMcpHandler({
-    server: () => fixtureServer(sdk, { name: 'mcp-kit-next-example' }),
-    retryMs: Number(process.env.RETRY_MS ?? 1000),
+    ...example.options,
     // A route handler cannot see its socket, so 'auto' cannot tell we listen on loopback: say so.
     dnsRebindingProtection: true,
     allowedHosts: ['localhost', '127.0.0.1', '[::1]'],
-    // The conformance suite never DELETEs its sessions; don't keep them around for long.
-    sessionIdleTtlMs: Number(process.env.SESSION_TTL_MS ?? 5 * 60_000),
     // As under a serverless 60 s limit: end every SSE connection before it; clients resume.
     maxStreamDurationMs: Number(process.env.MAX_STREAM_MS ?? 55_000),
     // Any other option as JSON, e.g. MCP_KIT_OPTIONS='{"keepAliveMs":5000}' (the shared test suite uses it).
@@ -25,9 +45,28 @@ const mcp = getOrCreate('next-example', () => {
   // MCP_KIT_OTEL (see otel.ts): its metrics and spans go to the SDK instrumentation.ts set up.
   if (process.env.MCP_KIT_OTEL) instrumentOpenTelemetry(handler);
   return handler;
-});
+}
 
-export const { GET, POST, DELETE, PUT, PATCH } = mcpNext(mcp);
+function route(method: keyof McpRouteHandlers): McpRouteHandler {
+  return async function mcpRoute(request) {
+    const { handlers, instanceName } = await routes();
+    return servedBy(await handlers[method](request), instanceName);
+  };
+}
+
+/** INSTANCE_NAME in `x-served-by`, unless the answer was forwarded from the session's owner, which named itself. */
+function servedBy(response: Response, instanceName: string | undefined): Response {
+  if (!instanceName || response.headers.has('x-served-by')) return response;
+  const headers = new Headers(response.headers);
+  headers.set('x-served-by', instanceName);
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
+export const GET = route('GET');
+export const POST = route('POST');
+export const DELETE = route('DELETE');
+export const PUT = route('PUT');
+export const PATCH = route('PATCH');
 
 // Sessions and SSE streams live in the Node.js server process; the edge runtime has neither.
 export const runtime = 'nodejs';
