@@ -1,6 +1,6 @@
 /**
- * Scale-out end to end: two instances of apps/express-example (built dist) with REDIS_URL behind a
- * plain round-robin proxy, a real redis-server, and the SDK's Client + StreamableHTTPClientTransport
+ * Scale-out end to end: two instances of an example app (built) with REDIS_URL behind a plain
+ * round-robin proxy, a real redis-server, and the SDK's Client + StreamableHTTPClientTransport
  * talking to the proxy only. No sticky sessions: requests land on either instance in turn.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -13,31 +13,32 @@ import {
   LoggingMessageNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
-import { freePort, instance, roundRobinProxy, type Instance, type ProxiedRequest, type RoundRobinProxy } from '../support/cluster.js';
+import {
+  freePort,
+  instance,
+  roundRobinProxy,
+  type ExampleAppName,
+  type Instance,
+  type ProxiedRequest,
+  type RoundRobinProxy,
+} from '../support/cluster.js';
 
 let redis: TestRedis;
 let instances: Instance[] = [];
 let proxy: RoundRobinProxy;
 let clients: Client[] = [];
 
-beforeAll(async () => {
-  redis = await startRedis();
-  const ports = [await freePort(), await freePort()];
-  instances = ports.map((port, i) => instance(`node-${i}`, port, { REDIS_URL: redis.url, RETRY_MS: '100' }));
-  await Promise.all(instances.map((i) => i.start()));
-  proxy = await roundRobinProxy(ports);
-}, 60_000);
-
-afterEach(async () => {
-  for (const c of clients) await c.close().catch(() => {});
-  clients = [];
-});
-
-afterAll(async () => {
-  await proxy?.close();
-  for (const i of instances) await i.stop('SIGKILL');
-  await redis?.stop();
-});
+/**
+ * Every example app takes REDIS_URL: each runs the scenarios that show its wiring (stores, cluster,
+ * INTERNAL_URL, x-served-by); express-example also runs those that test @mcp-kit/redis itself
+ * (answers through either instance, a restart, Redis down), which do not depend on the framework.
+ */
+const APPS: Array<{ app: ExampleAppName; redisScenarios: boolean }> = [
+  { app: 'express-example', redisScenarios: true },
+  { app: 'koa-example', redisScenarios: false },
+  { app: 'next-example', redisScenarios: false },
+];
+const SKIPPED = 'tests @mcp-kit/redis itself: run on express-example';
 
 /** Instance output, for failure messages. */
 const outputs = () => instances.map((i) => `--- ${i.name} (pid ${i.pid}) ---\n${i.output.slice(-4_000)}`).join('\n');
@@ -73,7 +74,26 @@ async function until(check: () => boolean, what: string, timeoutMs = 15_000): Pr
   }
 }
 
-describe('Redis scale-out: two express-example instances behind a round-robin proxy', () => {
+describe.each(APPS)('Redis scale-out: two $app instances behind a round-robin proxy', ({ app, redisScenarios }) => {
+  beforeAll(async () => {
+    redis = await startRedis();
+    const ports = [await freePort(), await freePort()];
+    instances = ports.map((port, i) => instance(`node-${i}`, port, { REDIS_URL: redis.url, RETRY_MS: '100' }, app));
+    await Promise.all(instances.map((i) => i.start()));
+    proxy = await roundRobinProxy(ports);
+  }, 60_000);
+
+  afterEach(async () => {
+    for (const c of clients) await c.close().catch(() => {});
+    clients = [];
+  });
+
+  afterAll(async () => {
+    await proxy?.close();
+    for (const i of instances) await i.stop('SIGKILL');
+    await redis?.stop();
+  });
+
   it('long_task with closeEvery delivers every log once, in order, and the result, while resumes land on the other instance and are served there', async () => {
     const { client, steps, owner, mine } = await connect();
     // Two requests in a row: one of them lands on the instance that does not own the session.
@@ -106,7 +126,8 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     ).toBe(true);
   }, 60_000);
 
-  it('test_elicitation and test_sampling work through the proxy, whichever instance gets the answers', async () => {
+  it('test_elicitation and test_sampling work through the proxy, whichever instance gets the answers', async ({ skip }) => {
+    skip(!redisScenarios, SKIPPED);
     const { client, mine, owner } = await connect();
     client.setRequestHandler(CreateMessageRequestSchema, async (req) => ({
       model: 'test-model',
@@ -132,7 +153,8 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     expect(answers.every((r) => r.servedBy === owner && r.status === 202)).toBe(true);
   }, 60_000);
 
-  it('restarting the non-owner instance mid-task loses nothing', async () => {
+  it('restarting the non-owner instance mid-task loses nothing', async ({ skip }) => {
+    skip(!redisScenarios, SKIPPED);
     const { client, steps, owner, mine } = await connect();
     const other = instances.find((i) => i.name !== owner)!;
     const call = client.callTool(
@@ -151,7 +173,10 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     expect(steps).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
   }, 60_000);
 
-  it('Redis down: clear 503s with JSON-RPC bodies, processes stay up, and service recovers by itself when Redis returns', async () => {
+  it('Redis down: clear 503s with JSON-RPC bodies, processes stay up, and service recovers by itself when Redis returns', async ({
+    skip,
+  }) => {
+    skip(!redisScenarios, SKIPPED);
     const old = await connect();
     await redis.stop();
     try {
@@ -236,6 +261,27 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     }
   }, 90_000);
 
+  it('SIGTERM on the owner mid-call: it drains and exits 0 while the client follows the call from the other instance, every step once, in order', async () => {
+    const { client, steps, owner, mine } = await connect();
+    const ownerInstance = instances.find((i) => i.name === owner)!;
+    const call = client.callTool({ name: 'long_task', arguments: { steps: 20, intervalMs: 50 } }, CallToolResultSchema, {
+      timeout: 30_000,
+    });
+    await until(() => steps.length >= 3, 'the call to be under way');
+    const before = mine().length;
+    await ownerInstance.stop('SIGTERM');
+    const result = await call;
+    expect(result.content).toEqual([{ type: 'text', text: 'completed 20 steps' }]);
+    expect(steps).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(ownerInstance.exitCode, ownerInstance.runOutput).toBe(0);
+    expect(ownerInstance.runOutput).toMatch(new RegExp(`${app}: SIGTERM: draining \\(deadline \\d+ ms\\)\\n${app}: drained in \\d+ ms\\n`));
+    // Sent away when the drain began, the client resumed and was served by the other instance.
+    const resumes = resumesOf(mine().slice(before));
+    expect(resumes.length, JSON.stringify(resumes)).toBeGreaterThanOrEqual(1);
+    expect(resumes.every((r) => r.status === 200 && r.servedBy !== owner)).toBe(true);
+    await ownerInstance.start();
+  }, 60_000);
+
   it('a session whose owner crashed is restored on the other instance: its next request is answered there, a session that never existed gets 404', async () => {
     const { sessionId, owner } = await connect();
     const ownerInstance = instances.find((i) => i.name === owner)!;
@@ -256,6 +302,11 @@ describe('Redis scale-out: two express-example instances behind a round-robin pr
     expect(res.headers.get('mcp-session-id')).toBe(sessionId);
     expect(await res.text()).toContain('"id":9');
     expect(Date.now() - started).toBeLessThan(15_000);
+    // The instance that took it over knows the client as before, and says so.
+    const heir = instances.find((i) => i.name === res.headers.get('x-served-by'))!;
+    await heir.waitFor(
+      new RegExp(`restored session ${sessionId} for cluster-e2e/1\\.0\\.0 \\(capabilities: (sampling,elicitation|elicitation,sampling)\\)`),
+    );
     const unknown = await fetch(proxy.url, { method: 'POST', headers: { ...headers, 'mcp-session-id': 'nobody-ever-had-this-id' }, body });
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toEqual({

@@ -1,7 +1,7 @@
 /**
- * Redis-backed instances of apps/express-example (built dist) behind a plain round-robin HTTP
- * proxy, for cross-instance tests and the cluster demo. Every process here is started by the test
- * and stopped by its PID.
+ * Redis-backed instances of the example apps (apps/express-example by default; each app's build)
+ * behind a plain round-robin HTTP proxy, for cross-instance tests and the cluster demo. Every
+ * process here is started by the test and stopped by its PID.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -10,7 +10,28 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { freePort, startRedis, type TestRedis } from './redis.js';
 
-export const EXAMPLE_DIST = fileURLToPath(new URL('../../apps/express-example/dist/server.js', import.meta.url));
+export type ExampleAppName = 'express-example' | 'koa-example' | 'next-example';
+export const EXAMPLE_APPS: readonly ExampleAppName[] = ['express-example', 'koa-example', 'next-example'];
+
+const appDir = (app: ExampleAppName) => fileURLToPath(new URL(`../../apps/${app}/`, import.meta.url));
+
+/**
+ * How one instance of `app` is started, as its `start` script does it: the built server, or
+ * `next start` of the built Next app (with NEXT_MANUAL_SIG_HANDLE, so SIGTERM drains as the app's
+ * own handler says). Throws when the build is missing.
+ */
+function launch(app: ExampleAppName, port: number): { args: string[]; cwd: string; env: Record<string, string> } {
+  const cwd = appDir(app);
+  const built = app === 'next-example' ? `${cwd}.next/BUILD_ID` : `${cwd}dist/server.js`;
+  if (!existsSync(built)) throw new Error(`${built} is missing: run \`npx -y pnpm@10.34.9 build\` first`);
+  if (app !== 'next-example') return { args: [`${cwd}dist/server.js`], cwd, env: {} };
+  const next = `${cwd}node_modules/next/dist/bin/next`;
+  return {
+    args: [next, 'start', '-H', '127.0.0.1', '-p', String(port)],
+    cwd,
+    env: { NEXT_TELEMETRY_DISABLED: '1', NEXT_MANUAL_SIG_HANDLE: 'true' },
+  };
+}
 
 export interface Instance {
   name: string;
@@ -25,6 +46,8 @@ export interface Instance {
   readonly runOutput: string;
   /** How many times it was started. */
   readonly runs: number;
+  /** The exit code of the last run, once it exited by itself (`null` while it runs, or when a signal ended it). */
+  readonly exitCode: number | null;
   start(): Promise<void>;
   /** SIGKILL (a crash) or SIGTERM (a graceful shutdown); resolves when the process has exited. */
   stop(signal?: 'SIGKILL' | 'SIGTERM'): Promise<void>;
@@ -32,8 +55,13 @@ export interface Instance {
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
 }
 
-export function instance(name: string, port: number, env: Record<string, string>): Instance {
-  if (!existsSync(EXAMPLE_DIST)) throw new Error(`${EXAMPLE_DIST} is missing: run \`npx -y pnpm@10.34.9 build\` first`);
+/**
+ * One instance of `app` on `port`, named `name` (its INSTANCE_NAME, so its `x-served-by`). `start()`
+ * resolves once it logged its `MCP at http://…:<port>/mcp` line, i.e. it has joined the cluster and
+ * listens. next-example creates its handler at its first request, so for it `start()` sends one.
+ */
+export function instance(name: string, port: number, env: Record<string, string>, app: ExampleAppName = 'express-example'): Instance {
+  const command = launch(app, port);
   let child: ChildProcess | undefined;
   let output = '';
   let runStart = 0;
@@ -62,11 +90,15 @@ export function instance(name: string, port: number, env: Record<string, string>
     get runs() {
       return runs;
     },
+    get exitCode() {
+      return child?.exitCode ?? null;
+    },
     async start() {
       runStart = output.length;
       runs++;
-      const c = spawn(process.execPath, [EXAMPLE_DIST], {
-        env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), INSTANCE_NAME: name, ...env },
+      const c = spawn(process.execPath, command.args, {
+        cwd: command.cwd,
+        env: { ...process.env, ...command.env, HOST: '127.0.0.1', PORT: String(port), INSTANCE_NAME: name, ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child = c;
@@ -76,6 +108,10 @@ export function instance(name: string, port: number, env: Record<string, string>
         c.once('exit', (code, signal) => reject(new Error(`${name} exited (${code ?? signal}) before listening:\n${self.runOutput}`))),
       );
       exited.catch(() => {});
+      if (app === 'next-example') {
+        await Promise.race([self.waitFor(/Ready in/, 15_000), exited]);
+        await fetch(self.url).then((res) => res.body?.cancel());
+      }
       await Promise.race([self.waitFor(new RegExp(`:${port}/mcp`), 15_000), exited]);
     },
     async stop(signal = 'SIGTERM') {
@@ -247,14 +283,18 @@ export interface TestCluster {
 }
 
 /**
- * One real redis-server and `count` express-example instances (`node-0`, `node-1`, …) behind a
+ * One real redis-server and `count` instances of `app` (`node-0`, `node-1`, …) behind a
  * round-robin proxy. `env` goes to every instance (e.g. `HEARTBEAT_MS`, `DRAIN_MS`, `RETRY_MS`).
  */
-export async function startCluster(count: number, env: Record<string, string> = {}): Promise<TestCluster> {
+export async function startCluster(
+  count: number,
+  env: Record<string, string> = {},
+  app: ExampleAppName = 'express-example',
+): Promise<TestCluster> {
   const redis = await startRedis();
   const instances: Instance[] = [];
   try {
-    for (let i = 0; i < count; i++) instances.push(instance(`node-${i}`, await freePort(), { REDIS_URL: redis.url, ...env }));
+    for (let i = 0; i < count; i++) instances.push(instance(`node-${i}`, await freePort(), { REDIS_URL: redis.url, ...env }, app));
     await Promise.all(instances.map((i) => i.start()));
   } catch (error) {
     for (const i of instances) await i.stop('SIGKILL');
