@@ -62,18 +62,22 @@ export function draining(ctx: EngineContext): Rejection {
  * end with the retry hint; they resume on another instance, which follows the calls still running
  * here from the shared store); idle sessions are handed off as soon as they are idle; at the
  * deadline whatever is left is handed off too (a call still running is lost, and its client hears
- * so from the session's next owner).
+ * so from the session's next owner). Without a cluster, new sessions are refused and the drain
+ * waits until every call is answered and every answer fetched by its client (or the deadline).
  */
 export async function drain(ctx: EngineContext, deadlineMs: number): Promise<void> {
   ctx.draining = true;
   const { registry, options } = ctx;
   const deadline = Date.now() + deadlineMs;
-  for (const session of registry.sessions.values()) session.endPollingConnections(options.retryMs);
   const canHandOff = options.cluster?.handOff !== undefined;
+  // With peers, polling clients resume there at once. Alone, this instance is where they come
+  // back: their calls' answers, even those written while they were away, are theirs to fetch here.
+  if (canHandOff) for (const session of registry.sessions.values()) session.endPollingConnections(options.retryMs);
+  const busy = (s: Session) => !s.idle || (!canHandOff && s.routes.awaiting(Date.now()));
   for (;;) {
     if (canHandOff) await Promise.all(registry.idleSessions().map((session) => registry.handOff(session, options.retryMs)));
-    // Still running here: a session's call, a 2026 request, a task.
-    const running = [...registry.sessions.values()].some((s) => !s.idle) || ctx.modern.inFlight > 0 || (ctx.tasks?.running ?? 0) > 0;
+    // Still running here: a session's call (or, alone, an answer its client has yet to fetch), a 2026 request, a task.
+    const running = [...registry.sessions.values()].some(busy) || ctx.modern.inFlight > 0 || (ctx.tasks?.running ?? 0) > 0;
     if (!running || Date.now() >= deadline) break;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }

@@ -24,7 +24,10 @@ export async function resume(
   const replayedFrames = await ctx.replay(session.sessionId as string, cursor.streamId, cursor.seq);
   if (replayedFrames === undefined) return sendRejection(res, unavailable('the event store'));
   if (!replayedFrames.ok) return refuseCursor(ctx, res, session.sessionId as string, cursor.streamId, replayedFrames.reason);
-  if (nothingLeft(replayedFrames) && !session.activeStream(cursor.streamId)) return res.send(204, {}, undefined);
+  if (nothingLeft(replayedFrames) && !session.activeStream(cursor.streamId)) {
+    session.routes.fetched(cursor.streamId);
+    return res.send(204, {}, undefined);
+  }
   const conn = session.newConnection(res);
   let active = session.activeStream(cursor.streamId);
   const { telemetry } = ctx.options;
@@ -42,6 +45,7 @@ export async function resume(
   if (caught === undefined || conn.closed) return;
   if (session.closed) return conn.end(ctx.closing ? ctx.options.retryMs : undefined);
   active = session.activeStream(cursor.streamId);
+  if (caught.complete) session.routes.fetched(cursor.streamId);
   if (caught.complete || !active) return conn.end();
   session.follow(active, conn, caught.lastSeq);
 }

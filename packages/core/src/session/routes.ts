@@ -10,6 +10,8 @@ export class StreamRoutes {
   standalone: Stream | undefined;
   private readonly byId = new Map<string, Stream>();
   private readonly byRequest = new Map<RequestId, Stream>();
+  /** Streams answered while their client was away (polling), until when it is expected back for the answer. */
+  private readonly awaited = new Map<string, number>();
   /** When the server last closed streams that completed while their client was away (telemetry). */
   private readonly closedWhileAway = new Map<string, number>();
 
@@ -51,12 +53,24 @@ export class StreamRoutes {
   }
 
   /** The stream got its last answer: it is no longer open (its id stays a valid cursor in the store). */
-  complete(stream: Stream): void {
+  complete(stream: Stream, retryMs: number): void {
     this.byId.delete(stream.id);
+    if (stream.polling && !stream.connection) this.awaited.set(stream.id, Date.now() + 10 * (stream.retryMs ?? retryMs) + 30_000);
     if (stream.closedAt === undefined) return;
     // The client's last poll comes after this: keep when it was sent away (a few, oldest out).
     this.closedWhileAway.set(stream.id, stream.closedAt);
     if (this.closedWhileAway.size > 16) this.closedWhileAway.delete(this.closedWhileAway.keys().next().value!);
+  }
+
+  /** The client has read `streamId` to its end. */
+  fetched(streamId: string): void {
+    this.awaited.delete(streamId);
+  }
+
+  /** Whether an answer written while its client was away is still expected to be fetched. */
+  awaiting(now: number): boolean {
+    for (const [id, until] of this.awaited) if (until < now) this.awaited.delete(id);
+    return this.awaited.size > 0;
   }
 
   /** How long the client of `streamId` stayed away since the server closed its connection (once per close). */

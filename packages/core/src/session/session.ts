@@ -216,11 +216,8 @@ export class Session implements Transport {
    * the session itself.
    */
   get evictable(): boolean {
-    return this.idle && this.openConnections === 0 && Date.now() > this.awaitedUntil;
+    return this.idle && this.openConnections === 0 && !this.routes.awaiting(Date.now());
   }
-
-  /** Until when an answer written while its client was away is expected to be fetched. */
-  private awaitedUntil = 0;
 
   /** Lets the server go if nothing would be lost (see {@link SessionServer.canLetGo}). */
   hibernate(): boolean {
@@ -327,9 +324,7 @@ export class Session implements Transport {
 
   private finish(stream: Stream): void {
     stream.complete = true;
-    this.routes.complete(stream);
-    // Answered while its client was away (polling): it will come back for the answer.
-    if (stream.polling && !stream.connection) this.awaitedUntil = Date.now() + 10 * (stream.retryMs ?? this.options.retryMs) + 30_000;
+    this.routes.complete(stream, this.options.retryMs);
     // The response is on the wire; a resumed or original stream of a request never lingers.
     stream.endConnection(undefined);
     this.endIfEphemeralAndDone();
@@ -342,7 +337,7 @@ export class Session implements Transport {
 
   private finishJson(stream: Stream): void {
     const json = stream.json!;
-    this.routes.complete(stream);
+    this.routes.complete(stream, this.options.retryMs);
     json.respond(JSON.stringify(json.batch ? json.messages : json.messages[0]));
     this.endIfEphemeralAndDone();
   }
