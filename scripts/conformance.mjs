@@ -120,8 +120,11 @@ async function main() {
   writeFileSync(path.join(resultsDir, 'summary.json'), JSON.stringify({ url, env: { MCP_SDK: process.env.MCP_SDK }, verdicts }, null, 2));
   const counted = verdicts.filter((v) => v.kind !== 'unscored');
   const failed = counted.filter((v) => !v.ok);
+  const skipped = counted.filter((v) => v.ok && v.skipped).length;
+  const ran = counted.length - skipped;
   console.log(
-    `\n${failed.length === 0 ? 'PASS' : 'FAIL'}: ${counted.length - failed.length}/${counted.length} scenarios passed` +
+    `\n${failed.length === 0 ? 'PASS' : 'FAIL'}: ${ran - failed.length}/${ran} scenarios passed` +
+      (skipped > 0 ? `, ${skipped} skipped by the suite itself` : '') +
       ` in ${((Date.now() - started) / 1000).toFixed(1)} s (results: ${path.relative(process.cwd(), resultsDir) || '.'})`,
   );
   return failed.length === 0 ? 0 : 1;
@@ -431,7 +434,11 @@ function judge(run, baseline) {
     const mine = run.checks.filter((c) => c.id === id);
     if (mine.length > 0 && !mine.some(deviates)) problems.push(`stale baseline entry ${run.scenario}:${id}: the check passes now`);
   }
-  return { scenario: run.scenario, ok: problems.length === 0, counts, expected, problems };
+  // A scenario whose every check the suite itself skipped proved nothing either way: it neither
+  // fails the run nor counts as passed, and its reason is printed.
+  const skipped = run.checks.length > 0 && run.checks.every((c) => c.status === 'SKIPPED');
+  const skipReason = skipped ? oneLine(run.checks[0].errorMessage ?? run.checks[0].description) : undefined;
+  return { scenario: run.scenario, ok: problems.length === 0, skipped, skipReason, counts, expected, problems };
 }
 
 function emptyCounts() {
@@ -446,9 +453,10 @@ function printSummary(verdicts) {
   row('-'.repeat(width), '------', '-------', '-------', '-------', '-------');
   for (const v of verdicts) {
     const c = v.counts;
-    const result = !v.ok ? 'FAIL' : v.expected?.length ? 'xfail' : 'pass';
+    const result = !v.ok ? 'FAIL' : v.skipped ? 'skipped' : v.expected?.length ? 'xfail' : 'pass';
     row(v.scenario, result, ...[c.SUCCESS, c.WARNING, c.FAILURE, c.SKIPPED].map(String));
   }
+  for (const v of verdicts.filter((v) => v.skipped)) console.log(`\n${v.scenario}: skipped by the suite itself: ${v.skipReason}`);
   for (const v of verdicts.filter((v) => v.problems.length > 0 || v.expected?.length > 0)) {
     console.log(`\n${v.scenario}:`);
     for (const problem of v.problems) console.log(`  - ${problem}`);
@@ -478,9 +486,11 @@ function printRequirementsSummary(verdicts, revisions) {
 }
 
 function tally(verdicts) {
-  const passed = verdicts.filter((v) => v.ok).length;
+  const passed = verdicts.filter((v) => v.ok && !v.skipped).length;
+  const skipped = verdicts.filter((v) => v.ok && v.skipped).length;
   const xfail = verdicts.filter((v) => v.ok && v.expected?.length > 0).length;
-  return `${passed}/${verdicts.length} passed${xfail > 0 ? ` (${xfail} with expected failures)` : ''}`;
+  const ran = verdicts.length - skipped;
+  return `${passed}/${ran} passed${skipped > 0 ? `, ${skipped} skipped by the suite` : ''}${xfail > 0 ? ` (${xfail} with expected failures)` : ''}`;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,10 +11,11 @@ import { createFixtureServer } from '@mcp-kit/fixtures';
 import { registerTaskToolsV1 } from '../../packages/fixtures/src/tasks/v1.js';
 import { registerTaskToolsV2 } from '../../packages/fixtures/src/tasks/v2.js';
 import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
-import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
-import { errorOf } from '../support/sse.js';
+import { envelope, modernAnswer, modernPost, modernRequest, routingHeaders } from '../support/modern.js';
+import { errorOf, SseStream } from '../support/sse.js';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
+const SUBSCRIPTION = 'io.modelcontextprotocol/subscriptionId';
 const withTasks = (caps: Record<string, unknown> = {}) =>
   envelope({ 'io.modelcontextprotocol/clientCapabilities': { ...caps, extensions: { [TASKS]: {} } } });
 
@@ -123,6 +124,51 @@ describe.each(inProcessAdapters)('tasks: $name', (adapter) => {
     expect(ack.answer.result).toEqual({ resultType: 'complete' });
     const done = await pollUntil(sut.url, taskId, (t) => t.status === 'completed');
     expect(done.result.content[0].text).toBe('hello Ada');
+  });
+
+  it('subscriptions/listen with taskIds streams notifications/tasks for that task only, up to completed with the result', async () => {
+    // The conformance suite skips its own scenario for this (tasks-status-notifications, pending a
+    // harness rewrite), so this is the test that holds the status notifications to account.
+    await start();
+    const asked = await call(sut.url, 40, 'ask_name', {}, withTasks({ elicitation: {} }));
+    const other = await call(sut.url, 41, 'ask_name', {}, withTasks({ elicitation: {} }));
+    const taskId = asked.answer.result.taskId;
+    const listenRequest = modernRequest(42, 'subscriptions/listen', { notifications: { taskIds: [taskId] } }, withTasks());
+    const controller = new AbortController();
+    const response = await fetch(sut.url, {
+      method: 'POST',
+      headers: routingHeaders(listenRequest),
+      body: JSON.stringify(listenRequest),
+      signal: controller.signal,
+    });
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    const stream = new SseStream(response, controller);
+    const notifications = async (until: (m: any) => boolean) =>
+      (await stream.until(until)).filter((b) => b.data).map((b) => JSON.parse(b.data!));
+    const [ack] = await notifications((m) => m.method === 'notifications/subscriptions/acknowledged');
+    expect(ack.params).toMatchObject({ notifications: { taskIds: [taskId] }, _meta: { [SUBSCRIPTION]: 42 } });
+
+    // The other task of the same client is answered and ends first, while the stream is open.
+    const answer = async (id: string, requestId: number, name: string) => {
+      const waiting = await pollUntil(sut.url, id, (t) => t.status === 'input_required');
+      const [key] = Object.keys(waiting.inputRequests);
+      await taskRequest(sut.url, requestId, 'tasks/update', {
+        taskId: id,
+        inputResponses: { [key]: { action: 'accept', content: { name } } },
+      });
+    };
+    const otherId = other.answer.result.taskId;
+    await answer(otherId, 43, 'Bob');
+    expect((await pollUntil(sut.url, otherId, (t) => t.status === 'completed')).result.content[0].text).toBe('hello Bob');
+    await answer(taskId, 44, 'Ada');
+    const seen = await notifications((m) => m.method === 'notifications/tasks' && m.params.status === 'completed');
+    expect(seen.every((m) => m.method === 'notifications/tasks' && m.params.taskId === taskId)).toBe(true);
+    expect(seen.every((m) => m.params._meta[SUBSCRIPTION] === 42)).toBe(true);
+    expect(seen.at(-1).params).toMatchObject({ status: 'completed', result: { content: [{ text: 'hello Ada' }] } });
+    expect(seen.at(-1).params).not.toHaveProperty('resultType');
+    // Nothing about the other task came on this stream, although it changed twice before this one ended.
+    expect(stream.raw).not.toContain(otherId);
+    stream.abort();
   });
 
   it('tasks of one principal are unknown to another, and unknown ids get -32602; tasks/* need the extension', async () => {
