@@ -5,12 +5,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  CallToolResultSchema,
-  CreateMessageRequestSchema,
-  ElicitRequestSchema,
-  LoggingMessageNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { answerServerRequests } from '../support/answers.js';
 import { adapters, type ServerUnderTest } from '../support/adapters.js';
 
 interface WireLog {
@@ -108,15 +104,7 @@ describe.each(adapters)('SDK client: $name', (adapter) => {
   it('server-to-client requests (sampling, elicitation) work on the request stream', async () => {
     const { client } = await connect(sut.url);
     clients.push(client);
-    client.setRequestHandler(CreateMessageRequestSchema, async (req) => ({
-      model: 'test-model',
-      role: 'assistant',
-      content: { type: 'text', text: `echo: ${(req.params.messages[0]!.content as { text: string }).text}` },
-    }));
-    client.setRequestHandler(ElicitRequestSchema, async () => ({
-      action: 'accept',
-      content: { username: 'ada', email: 'ada@example.com' },
-    }));
+    answerServerRequests(client);
     const sampled = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'hello' } });
     expect(JSON.stringify(sampled.content)).toContain('echo: hello');
     const elicited = await client.callTool({ name: 'test_elicitation', arguments: { message: 'who are you?' } });

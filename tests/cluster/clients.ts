@@ -4,13 +4,8 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  CallToolResultSchema,
-  CreateMessageRequestSchema,
-  ElicitRequestSchema,
-  LoggingMessageNotificationSchema,
-  type CallToolResult,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { answerServerRequests } from '../support/answers.js';
 
 export interface LongTask {
   steps: number;
@@ -71,15 +66,7 @@ export async function connectClient(url: string, name: string): Promise<ClusterC
     const data = n.params.data as { step?: unknown } | undefined;
     if (typeof data?.step === 'number') self.steps.push(data.step);
   });
-  client.setRequestHandler(CreateMessageRequestSchema, async (req) => ({
-    model: 'test-model',
-    role: 'assistant',
-    content: { type: 'text', text: `echo: ${(req.params.messages[0]!.content as { text: string }).text}` },
-  }));
-  client.setRequestHandler(ElicitRequestSchema, async () => ({
-    action: 'accept',
-    content: { username: name, email: `${name}@example.com` },
-  }));
+  answerServerRequests(client, name);
   await client.connect(transport);
   self.sessionId = transport.sessionId as string;
   return self;

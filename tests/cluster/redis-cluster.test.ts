@@ -6,12 +6,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  CallToolResultSchema,
-  CreateMessageRequestSchema,
-  ElicitRequestSchema,
-  LoggingMessageNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { answerServerRequests } from '../support/answers.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import {
   freePort,
@@ -130,15 +126,7 @@ describe.each(APPS)('Redis scale-out: two $app instances behind a round-robin pr
   if (redisScenarios) {
     it('test_elicitation and test_sampling work through the proxy, whichever instance gets the answers', async () => {
       const { client, mine, owner } = await connect();
-      client.setRequestHandler(CreateMessageRequestSchema, async (req) => ({
-        model: 'test-model',
-        role: 'assistant',
-        content: { type: 'text', text: `echo: ${(req.params.messages[0]!.content as { text: string }).text}` },
-      }));
-      client.setRequestHandler(ElicitRequestSchema, async () => ({
-        action: 'accept',
-        content: { username: 'ada', email: 'ada@example.com' },
-      }));
+      answerServerRequests(client);
       for (let i = 0; i < 4; i++) {
         // Five requests per round (ping, two calls, two answers), so the answers alternate between instances.
         await client.ping();
