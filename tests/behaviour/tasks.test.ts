@@ -19,6 +19,9 @@ const SUBSCRIPTION = 'io.modelcontextprotocol/subscriptionId';
 const withTasks = (caps: Record<string, unknown> = {}) =>
   envelope({ 'io.modelcontextprotocol/clientCapabilities': { ...caps, extensions: { [TASKS]: {} } } });
 
+/** Resolved, in order, each time a `slow` tool is aborted through its signal. */
+const toolAborted: Array<() => void> = [];
+
 /** The fixture plus tools that exercise each way into a task. */
 function taskServer(): McpServer {
   const server = createFixtureServer();
@@ -28,6 +31,7 @@ function taskServer(): McpServer {
       const t = setTimeout(resolve, ms);
       extra.signal.addEventListener('abort', () => {
         clearTimeout(t);
+        toolAborted.shift()?.();
         reject(new Error('aborted'));
       });
     });
@@ -104,8 +108,11 @@ describe.each(inProcessAdapters)('tasks: $name', (adapter) => {
     await start();
     const { answer } = await call(sut.url, 5, 'slow', { ms: 60_000 });
     const taskId = answer.result.taskId;
+    const stopped = new Promise<void>((resolve) => toolAborted.push(resolve));
     const ack = await taskRequest(sut.url, 6, 'tasks/cancel', { taskId });
     expect(ack.answer.result).toEqual({ resultType: 'complete' });
+    // The tool, a minute from done, sees its signal abort (the test times out otherwise).
+    await stopped;
     expect((await pollUntil(sut.url, taskId, () => true)).status).toBe('cancelled');
     expect((await taskRequest(sut.url, 7, 'tasks/cancel', { taskId })).answer.result).toEqual({ resultType: 'complete' });
   });
