@@ -1,5 +1,5 @@
 /**
- * The Python MCP SDK client (`mcp` 2.3.0, from the registry into a venv under .tmp/) against every
+ * The Python MCP SDK client (`mcp` 2.3.0, from the registry into a venv cached outside the checkout, see tests/support/python.ts) against every
  * adapter, in `legacy` (a 2025 session that polls by reconnecting), `2026-07-28` (adopted without
  * a probe) and `auto` (probes server/discover and must land on 2026-07-28 here); and against
  * endpoints serving one era (the `eras` option), where auto must land on that era and the other

@@ -1,11 +1,14 @@
 /**
- * Python for the client tests: a virtualenv under `.tmp/python/` (gitignored) with pinned packages
- * from the registry pip is configured for, built on first use and reused while its marker says it
- * holds exactly those packages; and a runner for scripts that print JSON. Every child is spawned
- * here and killed by its own pid when its deadline passes.
+ * Python for the client tests: a virtualenv per set of pinned packages, in a cache outside the
+ * checkout (`$MCP_KIT_CACHE`, default `~/.cache/mcp-kit`) so fresh clones on one machine share it,
+ * built on first use and reused while its marker says it holds exactly those packages; and a runner
+ * for scripts that print JSON. Every child is spawned here and killed by its own pid when its
+ * deadline passes.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -63,34 +66,44 @@ function mustSucceed(what: string, finished: Finished): void {
 /** The interpreter a venv is built from: `$PYTHON`, else `python3` on the PATH. */
 export const hostPython = process.env.PYTHON ?? 'python3';
 
+/** Where venvs live: outside the checkout, so a fresh clone does not pay for pip again. */
+export const venvRoot = join(process.env.MCP_KIT_CACHE ?? join(homedir(), '.cache', 'mcp-kit'), 'python');
+
 /**
- * The python of a venv `.tmp/python/<name>` holding `requirements` (pip specifiers, pinned), built
- * if absent or built for other requirements. Slow only the first time on a machine (pip downloads),
- * hence the generous `timeoutMs`; one test file per venv name, so no two builds race.
+ * The python of a venv holding `requirements` (pip specifiers, pinned) for the interpreter at hand,
+ * under `venvRoot` in a folder keyed by both, built if absent. Built under a temporary name and
+ * renamed into place, so two runs on one machine never use a half-built venv (we only ever run its
+ * `bin/python`, which works from the new path).
  */
 export async function pythonVenv(name: string, requirements: string[], timeoutMs = 300_000): Promise<string> {
-  const dir = join(root, '.tmp', 'python', name);
-  const python = join(dir, 'bin', 'python');
-  const marker = join(dir, '.mcp-kit-requirements');
-  const wanted = requirements.join('\n');
-  if (existsSync(python) && existsSync(marker) && readFileSync(marker, 'utf8') === wanted) return python;
-
-  // A missing or stale marker means an interrupted or different build: start over.
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(join(root, '.tmp', 'python'), { recursive: true });
   const deadline = Date.now() + timeoutMs;
   const left = () => Math.max(1_000, deadline - Date.now());
-  const version = await run(hostPython, ['-c', 'import sys; print(sys.version_info >= (3, 10))'], { timeoutMs: 30_000 });
+  const version = await run(hostPython, ['-c', 'import sys; print(sys.version_info >= (3, 10), sys.version)'], { timeoutMs: 30_000 });
   mustSucceed(`${hostPython} --version`, version);
-  if (version.stdout.trim() !== 'True') throw new Error(`${hostPython} is older than 3.10, which the Python MCP SDK needs`);
-  const venv = await run(hostPython, ['-m', 'venv', dir], { timeoutMs: left() });
+  if (!version.stdout.startsWith('True')) throw new Error(`${hostPython} is older than 3.10, which the Python MCP SDK needs`);
+  const wanted = requirements.join('\n');
+  const key = createHash('sha256').update(`${version.stdout}\n${wanted}`).digest('hex').slice(0, 12);
+  const dir = join(venvRoot, `${name}-${key}`);
+  const python = join(dir, 'bin', 'python');
+  const marker = join(dir, '.mcp-kit-requirements');
+  if (existsSync(python) && existsSync(marker) && readFileSync(marker, 'utf8') === wanted) return python;
+
+  const building = `${dir}.building-${process.pid}`;
+  rmSync(building, { recursive: true, force: true });
+  mkdirSync(venvRoot, { recursive: true });
+  const venv = await run(hostPython, ['-m', 'venv', building], { timeoutMs: left() });
   // Debian and Ubuntu ship the venv module without ensurepip unless python3-venv is installed.
   if (venv.code !== 0 && `${venv.stdout}${venv.stderr}`.includes('ensurepip'))
     venv.stderr += '\n(on Debian/Ubuntu: apt-get install -y python3-venv)';
   mustSucceed(`${hostPython} -m venv`, venv);
-  const env = { PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1' };
-  mustSucceed(`pip install ${wanted}`, await run(python, ['-m', 'pip', 'install', ...requirements], { timeoutMs: left(), env }));
-  writeFileSync(marker, wanted);
+  // PIP_RETRIES=1: where pip is set up with a local extra index and the default one is out of reach,
+  // its default 5 retries with backoff cost ~8 s per package (3.5 min for mcp's ~30), for nothing.
+  const env = { PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1', PIP_RETRIES: process.env.PIP_RETRIES ?? '1' };
+  const pip = await run(join(building, 'bin', 'python'), ['-m', 'pip', 'install', ...requirements], { timeoutMs: left(), env });
+  mustSucceed(`pip install ${wanted}`, pip);
+  writeFileSync(join(building, '.mcp-kit-requirements'), wanted);
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(building, dir);
   return python;
 }
 
