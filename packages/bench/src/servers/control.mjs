@@ -101,12 +101,28 @@ export function trackResumeResponse(response, start) {
 }
 
 /**
+ * The bench's own test (test/verdict.test.ts) needs servers that really fail:
+ * `BENCH_SABOTAGE=<server name>` makes that server hang up on every MCP request, and
+ * `<server name>:start` makes it exit before it listens. Never set by a run.
+ */
+const [sabotaged, sabotagePhase] = (process.env.BENCH_SABOTAGE ?? '').split(':');
+const SABOTAGED = sabotaged !== '' && sabotaged === process.env.BENCH_SERVER;
+if (SABOTAGED && sabotagePhase === 'start') {
+  console.error(`BENCH_SABOTAGE: ${sabotaged} exits before it listens`);
+  process.exit(3);
+}
+
+/**
  * Serves `/bench/*` on node:http. `fill(events)` puts that many ~100-byte events of other sessions
  * and streams into the server's event store; `sessions()` (mcp-kit) adds session counts to the
  * stats. Returns false for any other path.
  */
 export function handleControl(req, res, { fill, sessions }) {
   const url = req.url ?? '';
+  if (SABOTAGED && !url.startsWith('/bench/')) {
+    req.socket.destroy();
+    return true;
+  }
   if (!url.startsWith('/bench/')) return false;
   const reply = (status, body) => {
     res.writeHead(status, { 'content-type': 'application/json' });

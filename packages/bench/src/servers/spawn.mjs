@@ -29,15 +29,16 @@ export const SERVERS = [
     env: { BENCH_FRAMEWORK: 'express' },
     eras: ['modern'],
   },
-  { name: 'kit-express', label: 'mcp-kit Express', script: 'kit-express.mjs', floorName: 'bare-express' },
-  { name: 'kit-koa', label: 'mcp-kit Koa', script: 'kit-koa.mjs' },
-  { name: 'kit-next', label: 'mcp-kit Next (next start)', next: true, floorName: 'bare-next' },
+  { name: 'kit-express', label: 'mcp-kit Express', script: 'kit-express.mjs', floorName: 'bare-express', kit: true },
+  { name: 'kit-koa', label: 'mcp-kit Koa', script: 'kit-koa.mjs', kit: true },
+  { name: 'kit-next', label: 'mcp-kit Next (next start)', next: true, floorName: 'bare-next', kit: true },
   // MCP routed before Express (`mcpFirst`), the rest of the app on Express. Per-call workloads only.
   {
     name: 'kit-express-first',
     label: 'mcp-kit Express, mcpFirst',
     script: 'kit-express-first.mjs',
     only: ['throughput', 'json', 'burst', 'modern'],
+    kit: true,
   },
   // mcp-kit Express serving the v2 McpServer of the SDK v2 rows (tools-v2.mjs): the same server
   // behind both transports, so the ratio to them is the transport's alone.
@@ -48,6 +49,7 @@ export const SERVERS = [
     env: { BENCH_SDK: 'v2' },
     only: ['json', 'burst', 'modern'],
     floorName: 'bare-express',
+    kit: true,
   },
   // The same Express server with hibernation on: idle sessions let their McpServer go. Memory only.
   {
@@ -57,6 +59,7 @@ export const SERVERS = [
     env: { BENCH_HIBERNATE_MS: '0' },
     only: ['memory'],
     hibernates: true,
+    kit: true,
   },
   // The Express row recorded by `@mcp-kit/core/otel` into the OpenTelemetry SDK (in-memory exporters):
   // what metrics and one span per request cost. Per-call workloads only.
@@ -67,6 +70,7 @@ export const SERVERS = [
     env: { BENCH_OTEL: '1' },
     only: ['throughput', 'json', 'burst'],
     floorName: 'bare-express',
+    kit: true,
   },
   { name: 'bare-express', label: 'floor: bare on Express', script: 'bare.mjs', env: { BARE_FRAMEWORK: 'express' }, floor: true },
   { name: 'bare-next', label: 'floor: bare Next route', next: true, path: '/bare', floor: true },
@@ -108,6 +112,7 @@ export async function startServer(server, env = {}) {
     ...env,
     PORT: String(port),
     HOST: '127.0.0.1',
+    BENCH_SERVER: server.name,
     NODE_ENV: 'production',
     NEXT_TELEMETRY_DISABLED: '1',
   };

@@ -1,13 +1,14 @@
 // Workload 5: SEP-1699 polling end to end, through the SDK client. `clients` sessions each call
 // long_task with closeEvery, so the server hangs up every `closeEvery` steps and the client
 // resumes with GET + Last-Event-ID after the retry hint. Counts the log events each client got
-// (each step exactly once, in order) and the resumes it made.
+// (each step exactly once, in order) and the resumes it made. A client that hears nothing for
+// `stallMs` gives up on its call (a lost answer would otherwise hold the run for the SDK's timeout).
 import { performance } from 'node:perf_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
-export async function polling(handle, { clients = 16, steps = 3_000, intervalMs = 1, closeEvery = 1, retryMs = 0 }) {
+export async function polling(handle, { clients = 16, steps = 3_000, intervalMs = 1, closeEvery = 1, retryMs = 0, stallMs = 60_000 }) {
   const url = new URL(`${handle.origin}/mcp`);
   let reconnections = 0;
   const countingFetch = (input, init) => {
@@ -18,9 +19,10 @@ export async function polling(handle, { clients = 16, steps = 3_000, intervalMs 
   const sessions = [];
   for (let i = 0; i < clients; i++) {
     const client = new Client({ name: 'mcp-kit-bench', version: '0.0.0' });
-    const seen = { steps: [], errors: [] };
+    const seen = { steps: [], errors: [], lastEventAt: performance.now(), abort: new AbortController() };
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
       seen.steps.push(n.params.data?.step);
+      seen.lastEventAt = performance.now();
     });
     const transport = new StreamableHTTPClientTransport(url, {
       fetch: countingFetch,
@@ -38,14 +40,21 @@ export async function polling(handle, { clients = 16, steps = 3_000, intervalMs 
     sessions.push({ client, transport, seen });
   }
   const started = performance.now();
-  const results = await Promise.all(
-    sessions.map(({ client }) =>
-      client.callTool({ name: 'long_task', arguments: { steps, intervalMs, closeEvery, retryMs } }, undefined, {
-        timeout: 600_000,
-        resetTimeoutOnProgress: true,
-      }),
-    ),
-  );
+  for (const { seen } of sessions) seen.lastEventAt = started;
+  const watchdog = setInterval(() => stalled(sessions, { stallMs, steps, counts: () => reconnections }), 250);
+  let results;
+  try {
+    results = await Promise.all(
+      sessions.map(({ client, seen }) =>
+        client.callTool({ name: 'long_task', arguments: { steps, intervalMs, closeEvery, retryMs } }, undefined, {
+          timeout: 600_000,
+          signal: seen.abort.signal,
+        }),
+      ),
+    );
+  } finally {
+    clearInterval(watchdog);
+  }
   const seconds = (performance.now() - started) / 1000;
   for (const { seen } of sessions) seen.done = true;
   let events = 0;
@@ -70,4 +79,17 @@ export async function polling(handle, { clients = 16, steps = 3_000, intervalMs 
     exactlyOnceInOrder,
     errors: sessions.flatMap((s) => s.seen.errors).slice(0, 5),
   };
+}
+
+/** Aborts the call of every client that has heard nothing for `stallMs`, saying where it stopped. */
+function stalled(sessions, { stallMs, steps, counts }) {
+  const now = performance.now();
+  for (const { seen } of sessions) {
+    if (seen.abort.signal.aborted || now - seen.lastEventAt < stallMs) continue;
+    const last = seen.steps.at(-1) ?? 0;
+    const detail = seen.errors.length > 0 ? `; transport errors: ${seen.errors.slice(-2).join(' | ')}` : '';
+    seen.abort.abort(
+      new Error(`stalled: no event for ${stallMs} ms after step ${last} of ${steps} (${counts()} reconnections in the run)${detail}`),
+    );
+  }
 }
