@@ -4,7 +4,9 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { runLanes, runStage, stopAll, timingTable } from './stages.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const PNPM = ['-y', 'pnpm@10.34.9'];
@@ -55,52 +57,97 @@ function ensureSystemPackages() {
   must('apt-get', ['install', '-y', ...names]);
 }
 
+/**
+ * `npm test`. After install and build, two lanes run at once on the machine's two cores: vitest
+ * (one worker: its files start servers and wait on them), and the checks that need no vitest
+ * (typecheck, lint, the bench's short mode, the conformance suite against every example app).
+ * Every stage runs to its end whatever another did; the closing line counts vitest's tests plus one
+ * per bench and conformance run, and a failed typecheck or lint counts as a failure.
+ */
+async function test() {
+  const started = performance.now();
+  const timed = [];
+  const at = performance.now();
+  ensureSystemPackages();
+  timed.push({ name: 'system packages', code: 0, seconds: (performance.now() - at) / 1000 });
+  const options = { cwd: root, logDir: join(root, 'results', 'logs') };
+  const setup = [{ name: 'build', cmd: 'npx', args: [...PNPM, 'build'] }];
+  if (!existsSync(join(root, 'node_modules', '.modules.yaml')))
+    setup.unshift({ name: 'install', cmd: 'npx', args: [...PNPM, 'install', '--frozen-lockfile'] });
+  for (const stage of setup) {
+    const result = await runStage(stage, options);
+    timed.push(result);
+    if (result.code !== 0) {
+      console.log(`\n${timingTable(timed, (performance.now() - started) / 1000)}`);
+      process.exit(result.code);
+    }
+  }
+  mkdirSync(join(root, 'results'), { recursive: true });
+  const vitest = {
+    name: 'vitest',
+    cmd: 'npx',
+    args: [...PNPM, 'exec', 'vitest', 'run', '--reporter=default', '--reporter=json', '--outputFile.json=results/vitest.json'],
+    counts: 'vitest',
+  };
+  const checks = [
+    { name: 'typecheck', cmd: 'npx', args: [...PNPM, 'run', 'typecheck'], counts: 'failure' },
+    { name: 'lint', cmd: 'npx', args: [...PNPM, 'run', 'lint'], counts: 'failure' },
+    // The benchmark is not a test: CI only checks that its short mode still runs end to end.
+    { name: 'bench --short', cmd: 'npx', args: [...PNPM, 'run', 'bench', '--short'], counts: 'one' },
+    ...conformanceStages(),
+  ];
+  const results = await runLanes({ vitest: [vitest], checks }, options);
+  timed.push(...results);
+  let passed = 0;
+  let failed = 0;
+  for (const r of results) {
+    if (r.counts === 'vitest') {
+      const n = vitestCounts(r.code);
+      passed += n.passed;
+      failed += n.failed;
+    } else if (r.code !== 0) failed++;
+    else if (r.counts === 'one') passed++;
+  }
+  console.log(`\n${timingTable(timed, (performance.now() - started) / 1000)}`);
+  console.log(`\ntests: ${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 ? 0 : 1);
+}
+
+/** Each example app with each SDK major, at each revision it must conform to (scripts/conformance-apps.json). */
+function conformanceStages() {
+  const apps = JSON.parse(readFileSync(join(root, 'scripts', 'conformance-apps.json'), 'utf8'));
+  return apps.map(({ app, env = {}, requirements = [], expectedFailures }) => {
+    const settings = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+    const args = ['scripts/conformance.mjs', app];
+    if (requirements.length > 0) args.push('--requirements', requirements.join(','));
+    if (expectedFailures) args.push('--expected-failures', expectedFailures);
+    return { name: `conformance ${app}${settings.length > 0 ? ` ${settings.join(' ')}` : ''}`, cmd: 'node', args, env, counts: 'one' };
+  });
+}
+
+/** vitest's own counts from its JSON report; a run that reported nothing, or failed without a failed test, is one failure. */
+function vitestCounts(code) {
+  try {
+    const report = JSON.parse(readFileSync(join(root, 'results', 'vitest.json'), 'utf8'));
+    const failed = report.numFailedTests + (report.numTotalTests === 0 ? 1 : 0);
+    return { passed: report.numPassedTests, failed: code !== 0 && failed === 0 ? 1 : failed };
+  } catch {
+    return { passed: 0, failed: 1 };
+  }
+}
+
 const task = process.argv[2];
 if (task === 'demo') {
   prepare();
   process.exit(run('node', ['scripts/demo.mjs', ...process.argv.slice(3)]));
 } else if (task === 'test') {
-  ensureSystemPackages();
-  prepare();
-  must('npx', [...PNPM, 'run', 'typecheck']);
-  must('npx', [...PNPM, 'run', 'lint']);
-  mkdirSync(join(root, 'results'), { recursive: true });
-  const unit = run('npx', [
-    ...PNPM,
-    'exec',
-    'vitest',
-    'run',
-    '--reporter=default',
-    '--reporter=json',
-    '--outputFile.json=results/vitest.json',
-  ]);
-  let passed = 0;
-  let failed = 0;
-  try {
-    const report = JSON.parse(readFileSync(join(root, 'results', 'vitest.json'), 'utf8'));
-    passed += report.numPassedTests;
-    failed += report.numFailedTests + (report.numTotalTests === 0 ? 1 : 0);
-  } catch {
-    failed++;
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.on(signal, () => {
+      stopAll();
+      process.exit(130);
+    });
   }
-  if (unit !== 0 && failed === 0) failed++;
-  // The benchmark is not a test: CI only checks that its short mode still runs end to end.
-  if (run('npx', [...PNPM, 'run', 'bench', '--short']) === 0) passed++;
-  else failed++;
-  // Each example app with each SDK major, at each revision it must conform to, and the settings of
-  // an app worth its own run (`env`). See scripts/conformance-apps.json.
-  const apps = JSON.parse(readFileSync(join(root, 'scripts', 'conformance-apps.json'), 'utf8'));
-  for (const { app, env = {}, requirements = [], expectedFailures } of apps) {
-    const settings = Object.entries(env).map(([k, v]) => `${k}=${v}`);
-    console.log(`\nconformance of ${app}${settings.length > 0 ? ` with ${settings.join(' ')}` : ''}`);
-    const args = ['scripts/conformance.mjs', app];
-    if (requirements.length > 0) args.push('--requirements', requirements.join(','));
-    if (expectedFailures) args.push('--expected-failures', expectedFailures);
-    if (run('node', args, { env: { ...process.env, ...env } }) === 0) passed++;
-    else failed++;
-  }
-  console.log(`\ntests: ${passed} passed, ${failed} failed`);
-  process.exit(failed === 0 ? 0 : 1);
+  await test();
 } else {
   console.error('usage: node scripts/run.mjs demo|test');
   process.exit(2);
