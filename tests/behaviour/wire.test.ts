@@ -345,6 +345,26 @@ describe.each(adapters)('wire: $name', (adapter) => {
     expect((await res.json()).id).toBe(2);
   });
 
+  it('jsonResponse: a cancelled call ends its POST with 202 and no body, and its id is free again', async () => {
+    await start({ jsonResponse: true });
+    const init = await api.post(initializeRequest());
+    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')! };
+    await init.text();
+    expect((await api.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status).toBe(202);
+    let settled: Response | undefined;
+    const call = api.post(callTool(2, 'long_task', { steps: 500, intervalMs: 20 }), headers).then((res) => (settled = res));
+    const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2, reason: 'test' } };
+    // The cancel may overtake the call's dispatch (then the SDK ignores it): repeat it until the POST ends.
+    for (let i = 0; i < 100 && settled === undefined; i++) {
+      expect((await api.post(cancel, headers)).status).toBe(202);
+      await Promise.race([call, new Promise((r) => setTimeout(r, 50))]);
+    }
+    expect(settled?.status).toBe(202);
+    expect(await settled!.text()).toBe('');
+    const again = await api.post(callTool(2, 'test_simple_text'), headers);
+    expect((await again.json()).id).toBe(2);
+  });
+
   it('serves without sessions in stateless mode; GET is 405', async () => {
     await start({ stateless: true });
     const stream = await api.postSse(initializeRequest());
@@ -393,6 +413,34 @@ describe.each(inProcessAdapters)('wire (in-process options): $name', (adapter) =
     // The failed request left nothing behind: the same id can be used again.
     const ok = await api.postSse(callTool(2, 'test_simple_text'), headers);
     await ok.until((m) => m.id === 2);
+  });
+
+  it.each(['POST', 'GET'])('a %s whose stream the store is still creating when DELETE ends the session gets 404, not an orphan stream', async (verb) => {
+    let hold: (() => void) | undefined;
+    class SlowCreate extends MemoryEventStore {
+      override createStream(...args: Parameters<MemoryEventStore['createStream']>) {
+        if (!hold) return super.createStream(...args);
+        return new Promise<void>((resolve) => {
+          const release = hold!;
+          hold = () => {
+            release();
+            resolve(super.createStream(...args));
+          };
+          release();
+        });
+      }
+    }
+    await start({ eventStore: new SlowCreate() });
+    const { headers } = await openSession(api);
+    const waiting = new Promise<void>((resolve) => (hold = resolve));
+    const racing = verb === 'POST' ? api.post(callTool(2, 'long_task', { steps: 100, intervalMs: 20 }), headers) : api.get(headers);
+    await waiting; // createStream was called and is held
+    const release = hold!;
+    expect((await api.del(headers)).status).toBe(200);
+    release();
+    const res = await racing;
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await errorOf(res)).toMatchObject({ status: 404, code: -32001 });
   });
 
   // The node bridge knows the client's address; a fetch handler (Next) does not, so there the

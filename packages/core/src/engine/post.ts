@@ -147,7 +147,7 @@ async function respond(
     session.openJsonReply(parsed.requestIds, {
       messages: [],
       batch: parsed.batch,
-      respond: (text) => res.send(200, session.headers.json, text),
+      respond: (text) => (text === undefined ? res.send(202, session.headers.json, undefined) : res.send(200, session.headers.json, text)),
     });
     return session.dispatch(parsed.messages, req);
   }

@@ -42,13 +42,13 @@ export class StreamRoutes {
 
   /**
    * The SDK aborts a cancelled request's handler and sends it no response, so nothing would ever
-   * end its stream or free its id: it is released as if answered. The stream, if that was its last
-   * request (a falsy id is ignored, as the SDK does).
+   * end its stream (or, in jsonResponse mode, its POST) or free its id: it is released as if
+   * answered. The stream, if that was its last request (a falsy id is ignored, as the SDK does).
    */
   cancelled(requestId: unknown): Stream | undefined {
     if ((typeof requestId !== 'string' && typeof requestId !== 'number') || !requestId) return undefined;
     const stream = this.byRequest.get(requestId);
-    if (!stream || stream.json || !this.answer(stream, requestId)) return undefined;
+    if (!stream || !this.answer(stream, requestId)) return undefined;
     return stream;
   }
 

@@ -1,6 +1,6 @@
 import type { JSONRPCMessage, MessageExtraInfo, RequestId, Transport, TransportSendOptions } from '../ports/mcp.js';
 import { randomId } from '../events/ids.js';
-import { ErrorCode, reject, sendRejection } from '../http/errors.js';
+import { sendRejection, sessionNotFound, unavailable } from '../http/errors.js';
 import type { ResolvedOptions } from '../options.js';
 import type { CoreResponder } from '../ports/http.js';
 import { SseConnection } from '../streams/connection.js';
@@ -163,12 +163,12 @@ export class Session implements Transport {
       try {
         created = this.options.eventStore.createStream(stream.key, stream.kind === 'request' ? stream.pending : undefined);
       } catch (error) {
-        return this.storeRefused(stream, res, error);
+        return this.neverOpened(stream, res, error);
       }
       if (created !== undefined) {
         return Promise.resolve(created).then(
-          () => this.putOnWire(stream, res),
-          (error: unknown) => this.storeRefused(stream, res, error),
+          () => (this.closed ? this.neverOpened(stream, res) : this.putOnWire(stream, res)),
+          (error: unknown) => this.neverOpened(stream, res, error),
         );
       }
     }
@@ -255,14 +255,12 @@ export class Session implements Transport {
     return true;
   }
 
-  /** A stream that never went on the wire: forget it, report the store, answer 503. */
-  private storeRefused(stream: Stream, res: CoreResponder, error: unknown): false {
+  /** A stream that never went on the wire: 503 if the store refused it, 404 if the session ended meanwhile (DELETE). */
+  private neverOpened(stream: Stream, res: CoreResponder, error?: unknown): false {
     this.routes.remove(stream);
-    this.options.onError(asError(error, 'event store createStream failed'));
-    sendRejection(
-      res,
-      reject(503, ErrorCode.ServerError, 'Service Unavailable: the event store is unavailable; retry later', { 'retry-after': '1' }),
-    );
+    if (error !== undefined) this.options.onError(asError(error, 'event store createStream failed'));
+    const gone = error === undefined;
+    sendRejection(res, gone ? sessionNotFound('it was deleted while this request was opened') : unavailable('the event store'));
     return false;
   }
 
@@ -292,10 +290,14 @@ export class Session implements Transport {
   private readonly finishFn = (stream: Stream): void => this.finish(stream);
   private readonly reportError = (error: Error): void => this.options.onError(error);
 
-  /** A cancelled request gets no answer from the SDK: its stream ends once what was stored went out. */
+  /**
+   * A cancelled request gets no answer from the SDK: its stream ends once what was stored went out;
+   * a JSON reply goes out with the answers it has (none: 202, as for a POST of notifications).
+   */
   private releaseCancelled(requestId: unknown): void {
     const stream = this.routes.cancelled(requestId);
-    if (stream) void stream.afterStored(() => this.finish(stream));
+    if (stream?.json) this.finishJson(stream);
+    else if (stream) void stream.afterStored(() => this.finish(stream));
   }
 
   private detachServer(): void {
@@ -338,7 +340,8 @@ export class Session implements Transport {
   private finishJson(stream: Stream): void {
     const json = stream.json!;
     this.routes.complete(stream, this.options.retryMs);
-    json.respond(JSON.stringify(json.batch ? json.messages : json.messages[0]));
+    if (json.messages.length === 0) json.respond(undefined);
+    else json.respond(JSON.stringify(json.batch ? json.messages : json.messages[0]));
     this.endIfEphemeralAndDone();
   }
 }

@@ -13,7 +13,8 @@ const RESOLVED: Promise<void> = Promise.resolve();
 export interface JsonReply {
   messages: JSONRPCMessage[];
   batch: boolean;
-  respond(body: string): void;
+  /** The body of the answers; `undefined` when there are none (every request was cancelled). */
+  respond(body: string | undefined): void;
 }
 
 /**
