@@ -415,32 +415,58 @@ describe.each(inProcessAdapters)('wire (in-process options): $name', (adapter) =
     await ok.until((m) => m.id === 2);
   });
 
-  it.each(['POST', 'GET'])('a %s whose stream the store is still creating when DELETE ends the session gets 404, not an orphan stream', async (verb) => {
-    let hold: (() => void) | undefined;
-    class SlowCreate extends MemoryEventStore {
-      override createStream(...args: Parameters<MemoryEventStore['createStream']>) {
-        if (!hold) return super.createStream(...args);
-        return new Promise<void>((resolve) => {
-          const release = hold!;
-          hold = () => {
+  it.each(['POST', 'GET'])(
+    'a %s whose stream the store is still creating when DELETE ends the session gets 404, not an orphan stream',
+    async (verb) => {
+      let hold: (() => void) | undefined;
+      class SlowCreate extends MemoryEventStore {
+        override createStream(...args: Parameters<MemoryEventStore['createStream']>) {
+          if (!hold) return super.createStream(...args);
+          return new Promise<void>((resolve) => {
+            const release = hold!;
+            hold = () => {
+              release();
+              resolve(super.createStream(...args));
+            };
             release();
-            resolve(super.createStream(...args));
-          };
-          release();
-        });
+          });
+        }
       }
-    }
-    await start({ eventStore: new SlowCreate() });
-    const { headers } = await openSession(api);
-    const waiting = new Promise<void>((resolve) => (hold = resolve));
-    const racing = verb === 'POST' ? api.post(callTool(2, 'long_task', { steps: 100, intervalMs: 20 }), headers) : api.get(headers);
-    await waiting; // createStream was called and is held
-    const release = hold!;
-    expect((await api.del(headers)).status).toBe(200);
-    release();
-    const res = await racing;
-    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(await errorOf(res)).toMatchObject({ status: 404, code: -32001 });
+      await start({ eventStore: new SlowCreate() });
+      const { headers } = await openSession(api);
+      const waiting = new Promise<void>((resolve) => (hold = resolve));
+      const racing = verb === 'POST' ? api.post(callTool(2, 'long_task', { steps: 100, intervalMs: 20 }), headers) : api.get(headers);
+      await waiting; // createStream was called and is held
+      const release = hold!;
+      expect((await api.del(headers)).status).toBe(200);
+      release();
+      const res = await racing;
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await errorOf(res)).toMatchObject({ status: 404, code: -32001 });
+    },
+  );
+
+  it('clientKey: behind one proxy address, maxSessionsPerPrincipal counts each client by the key it returns', async () => {
+    await start({
+      maxSessionsPerPrincipal: 1,
+      maxSessions: 100,
+      clientKey: (req) =>
+        String(req.headers['x-forwarded-for'] ?? '')
+          .split(',')[0]
+          ?.trim() || undefined,
+    });
+    const as = (client: string) => ({ 'x-forwarded-for': `${client}, 10.0.0.1` });
+    const open = async (client: string) => {
+      const stream = await api.postSse(initializeRequest(), as(client));
+      await stream.until((m) => m.id === 1);
+      return { 'mcp-session-id': stream.response.headers.get('mcp-session-id')!, ...as(client) };
+    };
+    const alice = await open('203.0.113.7');
+    const bob = await open('198.51.100.9');
+    const alice2 = await open('203.0.113.7');
+    // Alice's second session let go of her first; Bob's, through the same socket address, lives on.
+    expect((await errorOf(await api.post(callTool(2, 'test_simple_text'), alice))).status).toBe(404);
+    for (const headers of [bob, alice2]) await (await api.postSse(callTool(3, 'test_simple_text'), headers)).until((m) => m.id === 3);
   });
 
   // The node bridge knows the client's address; a fetch handler (Next) does not, so there the

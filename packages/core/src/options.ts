@@ -2,6 +2,7 @@ import { MemoryEventStore, type MemoryEventStoreOptions } from './events/memory.
 import { LOCAL_HOSTS } from './http/rules.js';
 import type { SessionCluster } from './ports/cluster.js';
 import type { EventStore } from './ports/event-store.js';
+import type { HeaderMap } from './ports/http.js';
 import type { TaskStore } from './ports/task-store.js';
 import { MemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-store.js';
 import type { ConnectableServer } from './sdk/server.js';
@@ -117,6 +118,16 @@ export interface McpHandlerOptions {
    * authenticated principals are counted.) Default: off.
    */
   maxSessionsPerPrincipal?: number;
+  /**
+   * Whom `maxSessionsPerPrincipal` counts a request without auth for (authenticated ones count by
+   * principal). Default: the socket's address, which behind a load balancer or proxy is the proxy's,
+   * so all its clients would share one bucket; there, return the client's address from a header
+   * your proxy sets and clients cannot forge past it, e.g.
+   * `(req) => String(req.headers['x-forwarded-for'] ?? '').split(',')[0]?.trim() || undefined`.
+   * `undefined` (or a throw, reported to `onError`) leaves the request uncounted. Also what makes
+   * the cap work for a fetch handler (Next), which sees no socket.
+   */
+  clientKey?: (req: { headers: HeaderMap; remoteAddress: string | undefined }) => string | undefined;
   /** Largest accepted POST body, in bytes. Default `4 * 1024 * 1024`. */
   maxBodyBytes?: number;
   /**
@@ -170,6 +181,7 @@ export interface ResolvedOptions {
   hibernateAfterMs: number | undefined;
   maxSessions: number;
   maxSessionsPerPrincipal: number | undefined;
+  clientKey: NonNullable<McpHandlerOptions['clientKey']>;
   maxBodyBytes: number;
   maxBufferedBytes: number;
   dnsRebindingProtection: boolean | 'auto';
@@ -211,6 +223,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
       options.maxSessionsPerPrincipal === undefined
         ? undefined
         : positiveInt(options.maxSessionsPerPrincipal, 'maxSessionsPerPrincipal', OWNER),
+    clientKey: resolveClientKey(options.clientKey),
     maxBodyBytes: positiveInt(options.maxBodyBytes ?? 4 * 1024 * 1024, 'maxBodyBytes', OWNER),
     maxBufferedBytes: positiveInt(options.maxBufferedBytes ?? 4 * 1024 * 1024, 'maxBufferedBytes', OWNER),
     dnsRebindingProtection: options.dnsRebindingProtection ?? 'auto',
@@ -221,6 +234,12 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     cluster: options.stateless ? undefined : options.cluster,
     telemetry: new TelemetryHub(onError),
   };
+}
+
+function resolveClientKey(clientKey: McpHandlerOptions['clientKey']): ResolvedOptions['clientKey'] {
+  if (clientKey === undefined) return (req) => req.remoteAddress;
+  if (typeof clientKey !== 'function') throw new TypeError(`${OWNER}: clientKey must be a function (req) => string | undefined`);
+  return clientKey;
 }
 
 function isTaskStore(value: unknown): value is TaskStore {

@@ -126,6 +126,13 @@ describe('resolveOptions: errors', () => {
     expect(() => resolveOptions({ server: {} } as unknown as McpHandlerOptions)).toThrow(TypeError);
   });
 
+  it('rejects a clientKey that is not a function, and defaults to the socket address', () => {
+    expect(() => resolveOptions({ server, clientKey: 'x-forwarded-for' as never })).toThrow(
+      'createMcpHandler: clientKey must be a function (req) => string | undefined',
+    );
+    expect(resolveOptions({ server }).clientKey({ headers: {}, remoteAddress: '192.0.2.1' })).toBe('192.0.2.1');
+  });
+
   const nonNegative = ['retryMs', 'keepAliveMs', 'hibernateAfterMs'] as const;
   for (const name of nonNegative) {
     for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {

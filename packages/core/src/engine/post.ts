@@ -89,7 +89,7 @@ async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreRe
     );
   }
   const principal = principalOf(req.authInfo);
-  const holder = principal ?? (req.remoteAddress === undefined ? undefined : `address:${req.remoteAddress}`);
+  const holder = principal ?? anonymousHolder(ctx, req);
   if (!ctx.registry.makeRoom(holder)) {
     const message = `Service Unavailable: the session limit (${ctx.options.maxSessions} in all, or per principal) is reached and every session is busy; retry later`;
     return sendRejection(res, reject(503, ErrorCode.ServerError, message, { 'retry-after': '5' }));
@@ -156,6 +156,17 @@ async function respond(
   const opened = session.openStream(stream, res, resumable);
   if (opened !== true && !(await opened)) return;
   session.dispatch(parsed.messages, req);
+}
+
+/** Whom the per-principal cap counts a request without auth for: the `clientKey` option's answer. */
+function anonymousHolder(ctx: EngineContext, req: CoreRequest): string | undefined {
+  try {
+    const key = ctx.options.clientKey({ headers: req.headers, remoteAddress: req.remoteAddress });
+    return typeof key === 'string' && key !== '' ? `client:${key}` : undefined;
+  } catch (error) {
+    ctx.options.onError(asError(error, 'clientKey failed'));
+    return undefined;
+  }
 }
 
 /** The era, method and tool of a single message, for telemetry. */
