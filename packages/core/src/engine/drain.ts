@@ -88,6 +88,6 @@ export async function drain(ctx: EngineContext, deadlineMs: number): Promise<voi
   // What still flows through here for other instances (a followed resume, a relayed stream, a
   // listen stream) ends with the retry hint: its client comes back through a peer.
   ctx.listeners.close();
-  for (const conn of [...registry.live]) conn.end(options.retryMs, 'shutdown');
+  for (const conn of [...registry.live]) conn.end(conn.pace ?? options.retryMs, 'shutdown');
   ctx.relays.endAll(options.retryMs);
 }

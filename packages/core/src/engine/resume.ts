@@ -38,12 +38,14 @@ export async function resume(
       awayMs,
     });
   }
-  if (active ? active.polling : polling)
-    conn.write(primingEvent(eventId(cursor.streamId, cursor.seq), active?.retryMs ?? ctx.options.retryMs));
+  if (active ? active.polling : polling) {
+    conn.pace = active?.retryMs ?? ctx.options.retryMs;
+    conn.write(primingEvent(eventId(cursor.streamId, cursor.seq), conn.pace));
+  }
   await conn.replay(replayedFrames.frames);
   const caught = await catchUp(ctx, session, conn, cursor.streamId, replayedFrames);
   if (caught === undefined || conn.closed) return;
-  if (session.closed) return conn.end(ctx.closing ? ctx.options.retryMs : undefined);
+  if (session.closed) return conn.end(ctx.closing ? (conn.pace ?? ctx.options.retryMs) : undefined);
   active = session.activeStream(cursor.streamId);
   if (caught.complete) session.routes.fetched(cursor.streamId);
   if (caught.complete || !active) return conn.end();
@@ -70,7 +72,7 @@ async function catchUp(
     if (active && active.seq <= lastSeq) break;
     const more: ReplayResult | undefined = await ctx.replay(session.sessionId as string, streamId, lastSeq);
     if (more === undefined || !more.ok) {
-      conn.end(ctx.options.retryMs);
+      conn.end(conn.pace ?? ctx.options.retryMs);
       return undefined;
     }
     const progressed = more.lastSeq > lastSeq;

@@ -9,7 +9,8 @@ import { retryField } from '../streams/frames.js';
  * keeps the HTTP server from closing.
  */
 export class Relays {
-  private readonly sinks = new Set<SseSink>();
+  /** Each relayed stream, with the last retry hint the peer wrote on it (its call's pace). */
+  private readonly sinks = new Map<SseSink, number | undefined>();
   private endedWith: number | undefined;
 
   /** `res`, with its SSE streams tracked. */
@@ -22,25 +23,31 @@ export class Relays {
     };
   }
 
-  /** Ends every relayed stream with `retryMs`, and the GET streams relayed from now on. */
+  /**
+   * Ends every relayed stream, and the GET streams relayed from now on, with the retry hint its
+   * peer last wrote on it, else `retryMs`: an SDK v1 client keeps the last retry it read for all
+   * its streams, so the handler's default would set the pace of a call that asked for another
+   * (issue 20, item 11).
+   */
   endAll(retryMs: number): void {
     this.endedWith = retryMs;
-    for (const sink of [...this.sinks]) end(sink, retryMs);
+    for (const [sink, pace] of [...this.sinks]) end(sink, pace ?? retryMs);
   }
 
   private track(sink: SseSink, endEarly: boolean): SseSink {
-    this.sinks.add(sink);
+    this.sinks.set(sink, undefined);
     sink.onClose(() => this.sinks.delete(sink));
-    if (!endEarly) return sink;
     let ended = false;
     sink.onClose(() => (ended = true));
     return {
       write: (chunk) => {
         if (ended) return true;
+        const pace = lastRetry(chunk);
+        if (pace !== undefined && this.sinks.has(sink)) this.sinks.set(sink, pace);
         const ok = sink.write(chunk);
-        if (this.endedWith !== undefined) {
+        if (endEarly && this.endedWith !== undefined) {
           ended = true;
-          end(sink, this.endedWith);
+          end(sink, this.sinks.get(sink) ?? this.endedWith);
         }
         return ok;
       },
@@ -55,6 +62,14 @@ export class Relays {
       onDrain: sink.onDrain ? (listener) => sink.onDrain!(listener) : undefined,
     };
   }
+}
+
+/** The value of the last `retry:` field in an SSE chunk, if it has one. */
+function lastRetry(chunk: string): number | undefined {
+  if (!chunk.includes('retry:')) return undefined;
+  let found: number | undefined;
+  for (const match of chunk.matchAll(/^retry: ?(\d+)$/gm)) found = Number(match[1]);
+  return found;
 }
 
 function end(sink: SseSink, retryMs: number): void {

@@ -99,6 +99,7 @@ export async function followRemote(
     subscription?.cancel();
     for (const t of timers) clearTimeout(t);
   });
+  live.pace = retryMs;
   if (polling) live.write(primingEvent(eventId(cursor.streamId, cursor.seq), retryMs));
   // What the tail delivers while a slow reader holds the replay up waits in the tail.
   await live.replay(result.frames);

@@ -247,6 +247,7 @@ export class Session implements Transport {
 
   private putOnWire(stream: Stream, res: CoreResponder): true {
     const conn = this.newConnection(res);
+    conn.pace = stream.retryMs ?? this.options.retryMs;
     if (stream.polling) conn.write(stream.priming(stream.seq, this.options.retryMs));
     if (this.options.telemetry.on && this.sessionId !== undefined) {
       watchConnection(this.options.telemetry, this.sessionId, stream.id, conn, stream.kind === 'request' ? 'post' : 'get');
@@ -280,12 +281,12 @@ export class Session implements Transport {
     // A replaced connection may still be read: end it as a server close, so its client comes back.
     previous?.end(stream.polling ? (stream.retryMs ?? this.options.retryMs) : undefined, 'replaced');
     if (this.options.maxStreamDurationMs !== undefined && stream.polling) {
-      const timer = setTimeout(() => conn.end(this.options.retryMs, 'duration'), this.options.maxStreamDurationMs);
+      const timer = setTimeout(() => conn.end(stream.retryMs ?? this.options.retryMs, 'duration'), this.options.maxStreamDurationMs);
       conn.onClose(() => clearTimeout(timer));
     }
   }
 
-  private readonly overflowed = (conn: SseConnection): void => conn.end(this.options.retryMs, 'slow-reader');
+  private readonly overflowed = (conn: SseConnection): void => conn.end(conn.pace ?? this.options.retryMs, 'slow-reader');
   private readonly closeStandaloneFn = (retryMs?: number): boolean => this.closeStandalone(retryMs);
   private readonly finishFn = (stream: Stream): void => this.finish(stream);
   private readonly reportError = (error: Error): void => this.options.onError(error);

@@ -13,6 +13,12 @@ export class SseConnection {
   closeReason: CloseReason | undefined;
   /** The retry hint it ended with, if the server ended it with one. */
   closeRetryMs: number | undefined;
+  /**
+   * The retry its stream goes at (its priming's: the call's last close retry). A server-side end
+   * (drain, slow reader, duration) repeats it: an SDK v1 client keeps one retry for all its
+   * streams, the last it read, so another value would set the pace of every call it polls.
+   */
+  pace: number | undefined;
   lastWrite: number;
   /** Frames up to this sequence number came with a replay; live copies of them are skipped. */
   private replayedThrough = 0;
