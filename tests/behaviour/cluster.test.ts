@@ -21,6 +21,8 @@ import {
 import { HttpForwarder } from '../../packages/redis/src/forward.js';
 import { inProcessAdapters, type Adapter, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
 import { callTool, errorOf, http, openSession } from '../support/sse.js';
+import { RawSession, splitId, toolCall, type RawSse } from '../reliability/client.js';
+import { ServerCounter } from '../reliability/fixture.js';
 
 /** One memory store seen by every instance, with an in-process live tail (what Redis pub/sub does). */
 class SharedStore {
@@ -185,6 +187,43 @@ function alternating(a: string, b: string): typeof fetch & { log: Array<{ to: st
   }) as typeof fetch & { log: typeof log };
   f.log = log;
   return f;
+}
+
+/**
+ * `two_phase`: `phase` notifications of 4 KiB, a wait for the test's `release`, `phase` more, then
+ * the result; the test hears when each phase has been produced.
+ */
+function twoPhase(phase: number) {
+  let firstDone!: () => void;
+  let secondDone!: () => void;
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const tool = {
+    firstProduced: new Promise<void>((resolve) => (firstDone = resolve)),
+    secondProduced: new Promise<void>((resolve) => (secondDone = resolve)),
+    release: () => release(),
+    server: new ServerCounter().factory((server) => {
+      server.registerTool('two_phase', {}, async (extra) => {
+        const pad = 'x'.repeat(4096);
+        for (let i = 1; i <= 2 * phase; i++) {
+          if (i === phase + 1) {
+            firstDone();
+            await gate;
+          }
+          await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: { i, pad } } });
+          if (i % 32 === 0) await new Promise((resolve) => setImmediate(resolve));
+        }
+        secondDone();
+        return { content: [{ type: 'text', text: 'two phases' }] };
+      });
+    }),
+  };
+  return tool;
+}
+
+/** The sequence numbers of the events these connections carried, in order. */
+function seqs(streams: RawSse[]): number[] {
+  return streams.flatMap((s) => s.messages.map((m) => splitId(m.id as string).seq));
 }
 
 describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
@@ -362,4 +401,65 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
     expect(steps).toEqual(Array.from({ length: steps.length }, (_, i) => i + 1));
     expect(blocks.at(-1)).toMatchObject({ retry: 20 });
   });
+
+  it('a resume on the other instance held up by a slow reader while the owner keeps writing is cut past maxBufferedBytes, and the next resume gets the rest (issue 20, item 8)', async () => {
+    const phase = 2_000;
+    const tool = twoPhase(phase);
+    p = await pair(adapter, { maxBufferedBytes: 64 * 1024, server: tool.server });
+    const s = await RawSession.open(p.a.url);
+    const first = await s.postSse(toolCall(2, 'two_phase'));
+    await first.next();
+    first.pause();
+    await tool.firstProduced;
+    first.resume();
+    expect(await first.end(30_000)).toBe('server'); // cut by the owner while the client held still
+
+    // On B the replay (several MB) waits for the reader; the second phase reaches B's tail meanwhile.
+    const onB = new RawSession(p.b.url, s.sessionId);
+    const resumed = await onB.get(first.lastEventId);
+    await resumed.next();
+    resumed.pause();
+    tool.release();
+    await tool.secondProduced;
+    resumed.resume();
+    expect(await resumed.end(60_000)).toBe('server');
+    // Cut with the retry hint as soon as what waited on B outgrew the mark, mid-replay: B did not
+    // hold the owner's 8 MB for a reader that held still (it would cut only once that was flushed).
+    expect(resumed.blocks.at(-1)!.retry).toBe(30);
+    expect(Math.max(...seqs([resumed]))).toBeLessThan(phase);
+
+    const streams = [first, resumed];
+    while (!streams.at(-1)!.messages.some((m) => m.message.id === 2)) {
+      const next = await onB.get(streams.at(-1)!.lastEventId);
+      expect(await next.end(60_000)).toBe('server');
+      expect(next.messages.length, 'a resume that made no progress').toBeGreaterThan(0);
+      streams.push(next);
+    }
+    expect(seqs(streams)).toEqual(Array.from({ length: 2 * phase + 1 }, (_, i) => i + 1));
+  }, 120_000);
+
+  it('maxStreamDurationMs counts a resume on the other instance from its start, not from the end of a slow replay (issue 20, item 8)', async () => {
+    const phase = 2_000;
+    const tool = twoPhase(phase);
+    p = await pair(adapter, { maxBufferedBytes: 64 * 1024, maxStreamDurationMs: 300, server: tool.server });
+    const s = await RawSession.open(p.a.url);
+    const first = await s.postSse(toolCall(2, 'two_phase'));
+    await first.next();
+    first.pause();
+    await tool.firstProduced;
+    first.resume();
+    expect(await first.end(30_000)).toBe('server');
+
+    const resumed = await new RawSession(p.b.url, s.sessionId).get(first.lastEventId);
+    await resumed.next();
+    resumed.pause();
+    // The reader holds still for several stream durations (what is measured here is time itself).
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    resumed.resume();
+    expect(await resumed.end(30_000)).toBe('server');
+    // Ended at 300 ms, mid-replay: the replay of the first phase never reached its end.
+    expect(resumed.blocks.at(-1)!.retry).toBe(30);
+    expect(Math.max(...seqs([resumed]))).toBeLessThan(phase);
+    tool.release();
+  }, 120_000);
 });

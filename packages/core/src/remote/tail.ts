@@ -13,19 +13,34 @@ import { replayed, watchConnection } from '../telemetry/watch.js';
 /**
  * The live part of a resume served for another instance's session: what the owner keeps appending
  * reaches this instance through `eventStore.subscribe`. Frames that arrive before the client's
- * connection has its replay (at most one store round trip's worth) wait here.
+ * connection has its replay wait here, up to `maxBufferedBytes`: a slow reader holding the replay
+ * up must not make this instance hold the owner's output without bound (issue 20, item 8). Past
+ * the mark the connection is cut with the retry hint, as a local stream's is; every frame is in
+ * the store, so the client's next resume gets them.
  */
 export class RemoteTail implements StreamListener {
   private conn: SseConnection | undefined;
+  /** The connection while its replay is written, cut if what waits here outgrows the mark. */
+  private replaying: SseConnection | undefined;
   private early: Array<[frame: string, seq: number, final: boolean]> = [];
+  private earlyBytes = 0;
   private ended: { retryMs: number | undefined } | undefined;
 
-  constructor(private readonly retryMs: number) {}
+  constructor(
+    private readonly retryMs: number,
+    private readonly maxBufferedBytes: number,
+  ) {}
 
   frame(frame: string, seq: number, final: boolean): void {
-    if (!this.conn) return void this.early.push([frame, seq, final]);
-    this.conn.write(frame, seq);
-    if (final) this.conn.end();
+    if (this.conn) {
+      this.conn.write(frame, seq);
+      if (final) this.conn.end();
+      return;
+    }
+    if (this.ended) return;
+    this.early.push([frame, seq, final]);
+    this.earlyBytes += frame.length;
+    if (this.earlyBytes > this.maxBufferedBytes) this.overflow();
   }
 
   end(reason: 'deleted' | 'error'): void {
@@ -37,15 +52,28 @@ export class RemoteTail implements StreamListener {
     this.finish(retryMs);
   }
 
+  /** `conn` is getting its replay: what the tail delivers meanwhile waits here. */
+  replayingTo(conn: SseConnection): void {
+    this.replaying = conn;
+  }
+
   /** The connection has its replay: it carries the tail from here, starting with what waited. */
   attach(conn: SseConnection): void {
     this.conn = conn;
+    this.replaying = undefined;
     for (const [frame, seq, final] of this.early) {
       conn.write(frame, seq);
       if (final) conn.end();
     }
     this.early = [];
     if (this.ended) conn.end(this.ended.retryMs);
+  }
+
+  private overflow(): void {
+    this.early = [];
+    this.earlyBytes = 0;
+    this.ended = { retryMs: this.retryMs };
+    this.replaying?.end(this.retryMs, 'slow-reader');
   }
 
   private finish(retryMs: number | undefined): void {
@@ -75,7 +103,7 @@ export async function followRemote(
   if (nothingLeft(result)) return res.send(204, {}, undefined);
   // The pace the tool last set (closeSSEStream), where the store keeps it; else the handler's.
   const retryMs = result.retryMs ?? ctx.options.retryMs;
-  const tail = new RemoteTail(retryMs);
+  const tail = new RemoteTail(retryMs, maxBufferedBytes);
   let subscription: StreamSubscription | undefined;
   if (!result.complete && store.subscribe) {
     try {
@@ -99,9 +127,12 @@ export async function followRemote(
     subscription?.cancel();
     for (const t of timers) clearTimeout(t);
   });
+  // Counted from the start, as a local stream's: a slow replay is no reason to hold it longer.
+  if (maxStreamDurationMs !== undefined && polling) timers.push(setTimeout(() => live.end(retryMs, 'duration'), maxStreamDurationMs));
   live.pace = retryMs;
   if (polling) live.write(primingEvent(eventId(cursor.streamId, cursor.seq), retryMs));
   // What the tail delivers while a slow reader holds the replay up waits in the tail.
+  tail.replayingTo(live);
   await live.replay(result.frames);
   live.skipThrough(result.lastSeq);
   // Without a live tail the client polls: it comes back after the retry hint for the rest.
@@ -109,7 +140,6 @@ export async function followRemote(
   tail.attach(live);
   if (live.closed) return;
   timers.push(watchOwner(ctx.options.cluster!, remote.sessionId, live, retryMs));
-  if (maxStreamDurationMs !== undefined && polling) timers.push(setTimeout(() => live.end(retryMs), maxStreamDurationMs));
 }
 
 /**
