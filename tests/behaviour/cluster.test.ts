@@ -169,8 +169,10 @@ async function pair(adapter: Adapter, options: { subscribe?: boolean } & Harness
   const storeB = shared.view(options.subscribe ?? true);
   const clusterA = dir.cluster('A', selfA);
   const clusterB = dir.cluster('B', selfB);
-  const a = await adapter.start({ ...options, eventStore: storeA, cluster: clusterA, retryMs: 30 });
-  const b = await adapter.start({ ...options, eventStore: storeB, cluster: clusterB, retryMs: 30 });
+  // Tasks across instances need a shared task store: tested with Redis in tests/cluster/tasks.test.ts.
+  const both = { ...options, tasks: false, retryMs: 30 };
+  const a = await adapter.start({ ...both, eventStore: storeA, cluster: clusterA });
+  const b = await adapter.start({ ...both, eventStore: storeB, cluster: clusterB });
   selfA.url = a.url;
   selfB.url = b.url;
   return { a, b, storeA, storeB, clusterA, clusterB, dir };

@@ -201,6 +201,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
   const allowedHosts = (options.allowedHosts ?? [...LOCAL_HOSTS]).map((h) => h.toLowerCase());
   const onError = options.onError ?? ((error: Error) => console.error('[mcp-kit]', error));
   const store = options.eventStore;
+  refuseLocalStores(options);
   return {
     server: options.server,
     eras: resolveEras(options.eras),
@@ -234,6 +235,29 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     cluster: options.stateless ? undefined : options.cluster,
     telemetry: new TelemetryHub(onError),
   };
+}
+
+/**
+ * A cluster shares sessions through its stores: with the in-memory default another instance can
+ * replay nothing and answer no task, and it would only show under load balancing, so a mistake
+ * here is refused at startup (issue 20, item 10).
+ */
+function refuseLocalStores(options: McpHandlerOptions): void {
+  if (!options.cluster || options.stateless) return;
+  if (!isEventStore(options.eventStore) || options.eventStore instanceof MemoryEventStore) {
+    throw new TypeError(
+      `${OWNER}: a cluster needs an eventStore every instance shares (e.g. createRedisScaleOut(...).eventStore); ` +
+        'with the in-memory one a resume on another instance finds nothing',
+    );
+  }
+  const modern = options.eras === undefined || options.eras.includes('modern');
+  const tasks = modern && options.tasks !== false;
+  if (tasks && (!isTaskStore(options.taskStore) || options.taskStore instanceof MemoryTaskStore)) {
+    throw new TypeError(
+      `${OWNER}: a cluster needs a taskStore every instance shares (e.g. createRedisScaleOut(...).taskStore), ` +
+        "or tasks: false, or eras: ['legacy']; with the in-memory one a task is unknown to every other instance",
+    );
+  }
 }
 
 function resolveClientKey(clientKey: McpHandlerOptions['clientKey']): ResolvedOptions['clientKey'] {

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MemoryEventStore, type EventStore, type McpHandlerOptions } from '@mcp-kit/core';
 import { resolveOptions } from '../src/options.js';
+import type { TaskStore } from '../src/ports/task-store.js';
+import { MemoryTaskStore } from '../src/tasks/memory-store.js';
 
 const server = (() => {
   throw new Error('not called by resolveOptions');
@@ -131,6 +133,27 @@ describe('resolveOptions: errors', () => {
       'createMcpHandler: clientKey must be a function (req) => string | undefined',
     );
     expect(resolveOptions({ server }).clientKey({ headers: {}, remoteAddress: '192.0.2.1' })).toBe('192.0.2.1');
+  });
+
+  it('refuses a cluster with an in-memory event store or task store at startup (issue 20, item 10)', () => {
+    const cluster = { claim: async () => {}, release: () => {}, lookupOwner: async () => undefined, forward: async () => {} };
+    // What a shared store looks like to the engine: not the in-memory default.
+    const shared = new MemoryEventStore();
+    const eventStore: EventStore = {
+      append: (key, seq, frame, final) => shared.append(key, seq, frame, final),
+      replayAfter: (sessionId, streamId, afterSeq) => shared.replayAfter(sessionId, streamId, afterSeq),
+      deleteSession: (sessionId) => shared.deleteSession(sessionId),
+    };
+    const taskStore = { ...new MemoryTaskStore(), create: () => Promise.reject(new Error('not called')) } as unknown as TaskStore;
+    expect(() => resolveOptions({ server, cluster })).toThrow(/a cluster needs an eventStore every instance shares/);
+    expect(() => resolveOptions({ server, cluster, eventStore: new MemoryEventStore() })).toThrow(/needs an eventStore/);
+    expect(() => resolveOptions({ server, cluster, eventStore })).toThrow(/a cluster needs a taskStore every instance shares/);
+    expect(() => resolveOptions({ server, cluster, eventStore, taskStore: new MemoryTaskStore() })).toThrow(/needs a taskStore/);
+    expect(resolveOptions({ server, cluster, eventStore, taskStore }).cluster).toBe(cluster);
+    // Without tasks there is nothing to share; a stateless handler has no cluster at all.
+    expect(resolveOptions({ server, cluster, eventStore, tasks: false }).cluster).toBe(cluster);
+    expect(resolveOptions({ server, cluster, eventStore, eras: ['legacy'] }).cluster).toBe(cluster);
+    expect(resolveOptions({ server, cluster, stateless: true }).cluster).toBeUndefined();
   });
 
   const nonNegative = ['retryMs', 'keepAliveMs', 'hibernateAfterMs'] as const;

@@ -22,8 +22,8 @@ export interface SessionCluster {
   release(sessionId: string): void | Promise<void>;
   /**
    * The owner of a session this instance does not hold; `undefined` when there is none (never
-   * existed, deleted, expired, or its instance is gone), which the engine answers with 404 so the
-   * client starts a new session.
+   * existed, deleted, expired, or its instance is gone). The engine then restores the session here
+   * from its record (`takeOver`), or, without one, answers 404 so the client starts a new session.
    */
   lookupOwner(sessionId: string): Promise<SessionOwner | undefined>;
   /**
@@ -34,8 +34,9 @@ export interface SessionCluster {
   forward(owner: SessionOwner, request: ForwardedRequest, responder: CoreResponder): Promise<void>;
   /**
    * How often, in ms, a resume served here for another instance's session checks that the owner
-   * is still there (when it is gone the stream ends and the client's next resume gets 404) and
-   * calls `touch`. Default `5_000`.
+   * is still there (when it is gone the stream ends with the retry hint, and the client's next
+   * request restores the session where it lands, or gets 404 without `takeOver`) and calls
+   * `touch`. Default `5_000`.
    */
   readonly ownerCheckMs?: number;
   /**
@@ -126,8 +127,9 @@ export interface ForwardedRequest {
 }
 
 /**
- * Marks a request one instance forwarded to another. The receiver serves it locally or answers
- * 404: a forwarded request is never forwarded again, so a stale owner record cannot loop.
+ * Marks a request one instance forwarded to another. The receiver serves it locally (restoring
+ * the session from its record if it just let it go) or answers 404: a forwarded request is never
+ * forwarded again, so a stale owner record cannot loop.
  */
 export const FORWARDED_HEADER = 'mcp-kit-forwarded-by';
 

@@ -145,7 +145,8 @@ export async function followRemote(
 /**
  * While a client follows the session here, keeps it alive on its owner (`touch`) and checks that
  * the owner is still there: an owner that died mid-call appends nothing more, so the client is
- * sent back (with the retry hint) to hear the 404.
+ * sent back (with the retry hint); its next request restores the session where it lands (or gets
+ * 404 without a record to restore from) and learns the call's fate there.
  */
 function watchOwner(cluster: SessionCluster, sessionId: string, live: SseConnection, retryMs: number): ReturnType<typeof setInterval> {
   const touch = () => {
