@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { closeSSEStream, type EngineEvent } from '@mcp-kit/core';
+import { closeSSEStream, FORWARDED_HEADER, type EngineEvent } from '@mcp-kit/core';
 import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
 import { errorOf, http, initializeRequest } from '../support/sse.js';
 
@@ -52,6 +52,10 @@ describe.each(inProcessAdapters)('drain without a cluster: $name', (adapter) => 
     let drained = false;
     const draining = handler.drain({ deadlineMs: 20_000 }).then(() => (drained = true));
     expect(await errorOf(await http(sut.url).post(initializeRequest()))).toMatchObject({ status: 503, code: -32000 });
+    // A client that dresses its initialize up as another instance's forward is a client all the
+    // same: without a cluster there is no other instance (issue 20, item 10).
+    const forged = await http(sut.url).post(initializeRequest(), { [FORWARDED_HEADER]: 'node-0' });
+    expect(await errorOf(forged)).toMatchObject({ status: 503, code: -32000 });
     gate.release!();
 
     const result = await call;

@@ -1,9 +1,9 @@
 import { ErrorCode, reject, sendRejection, type Rejection } from '../http/errors.js';
-import { header } from '../http/rules.js';
 import { FORWARDED_HEADER, HANDED_OVER_HEADER, type SessionOwner } from '../ports/cluster.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
+import { fromPeer } from '../remote/hop.js';
 import type { EngineContext } from './context.js';
 
 /**
@@ -11,8 +11,8 @@ import type { EngineContext } from './context.js';
  * forwarded here because this instance owns its session (an answer to a question a running call
  * asked, a call on a busy session) is; anything a client sent here directly goes to a peer.
  */
-export function servedWhileDraining(req: CoreRequest): boolean {
-  return header(req.headers, FORWARDED_HEADER) !== undefined;
+export function servedWhileDraining(ctx: EngineContext, req: CoreRequest): boolean {
+  return fromPeer(ctx.options.cluster, req, FORWARDED_HEADER);
 }
 
 /**
@@ -36,7 +36,7 @@ export async function handOver(
     ctx.options.onError(asError(error, 'cluster peers failed'));
   }
   // A request a peer handed over here already: never back and forth.
-  if (peers.length === 0 || !cluster || header(req.headers, HANDED_OVER_HEADER) !== undefined) return sendRejection(res, draining(ctx));
+  if (peers.length === 0 || !cluster || fromPeer(cluster, req, HANDED_OVER_HEADER)) return sendRejection(res, draining(ctx));
   const peer = peers[ctx.handOvers++ % peers.length]!;
   try {
     const request = { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url, handOver: true };

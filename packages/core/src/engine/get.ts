@@ -23,7 +23,7 @@ export async function serveGet(ctx: EngineContext, req: CoreRequest, res: CoreRe
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
   // Draining: no stream starts here; the client follows its session from another instance (the
   // owner's calls go on here, appending to the shared store).
-  if (found.kind === 'moved' || (ctx.draining && ctx.options.cluster && !servedWhileDraining(req))) {
+  if (found.kind === 'moved' || (ctx.draining && ctx.options.cluster && !servedWhileDraining(ctx, req))) {
     return handOver(ctx, req, res, undefined, found.kind === 'local' ? found.session : undefined);
   }
   if (found.kind === 'remote' && resuming) return followRemote(ctx, res, found, lastEventId, ctx.polling(ctx.versionOf(req, undefined)));

@@ -36,14 +36,14 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   if (ctx.options.telemetry.on) ctx.facts.set(req, factsOf(era, body));
   const sessionless = era === 'modern' || ctx.options.stateless || isInitialize(body);
   // Draining: nothing new starts here (without a cluster, a session's own requests still do).
-  if (sessionless && ctx.draining && !servedWhileDraining(req)) return handOver(ctx, req, res, text());
+  if (sessionless && ctx.draining && !servedWhileDraining(ctx, req)) return handOver(ctx, req, res, text());
   if (era === 'modern') return serveModern(ctx, req, res, body);
   if (ctx.options.stateless) return serveStateless(ctx, req, res, body);
   if (isInitialize(body)) return serveInitialize(ctx, req, res, body);
   const resolving = resolveSession(ctx, req);
   const found = resolving instanceof Promise ? await resolving : resolving;
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
-  if (found.kind === 'moved' || (ctx.draining && ctx.options.cluster && !servedWhileDraining(req))) {
+  if (found.kind === 'moved' || (ctx.draining && ctx.options.cluster && !servedWhileDraining(ctx, req))) {
     return handOver(ctx, req, res, text(), found.kind === 'local' ? found.session : undefined);
   }
   const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, text()) : found.session;

@@ -1,6 +1,7 @@
 import { foreignPrincipal, reject, sessionNotFound, ErrorCode, type Rejection } from '../http/errors.js';
 import { checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import { FORWARDED_HEADER, type SessionOwner } from '../ports/cluster.js';
+import { fromPeer } from '../remote/hop.js';
 import type { CoreRequest } from '../ports/http.js';
 import { locate, restore } from '../remote/locate.js';
 import type { Session } from '../session/session.js';
@@ -34,7 +35,7 @@ export function resolveSession(ctx: EngineContext, req: CoreRequest): SessionRes
   if (!session) {
     const cluster = ctx.options.cluster;
     if (!cluster) return rejected(sessionNotFound());
-    if (header(req.headers, FORWARDED_HEADER) === undefined) return locate(ctx, req, id);
+    if (!fromPeer(cluster, req, FORWARDED_HEADER)) return locate(ctx, req, id);
     // Forwarded here as to the owner, but this instance just let the session go (a hand-off while
     // draining): never bounced on, it is restored here from its record if it has one.
     return cluster.takeOver ? restore(ctx, req, id, principalOf(req.authInfo)) : rejected(sessionNotFound());

@@ -73,6 +73,13 @@ export interface SessionCluster {
   keepRecords?(sessionIds: string[], ttlMs: number): Promise<void>;
   /** Optional, with `takeOver`: this instance lets go of a session (draining); its record stays for another to restore. */
   handOff?(sessionId: string): Promise<void>;
+  /**
+   * Optional: whether a {@link FORWARDED_HEADER} or {@link HANDED_OVER_HEADER} value was written by
+   * an instance of this cluster (e.g. an HMAC over the request with a secret the instances share).
+   * A request whose value fails is served as the client's own. Without it any value is trusted,
+   * which is safe only where clients cannot send these headers to the instances.
+   */
+  verifyHop?(value: string, request: { method: string; sessionId: string | undefined }): boolean;
   /** Optional: the other live instances (a draining instance forwards requests to one of them). */
   peers?(): Promise<SessionOwner[]>;
   /** Optional: this instance's id, as other instances name it (task records carry their owner's). */
