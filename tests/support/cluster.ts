@@ -290,8 +290,9 @@ export async function startCluster(
   count: number,
   env: Record<string, string> = {},
   app: ExampleAppName = 'express-example',
+  redisOptions: Parameters<typeof startRedis>[0] = {},
 ): Promise<TestCluster> {
-  const redis = await startRedis();
+  const redis = await startRedis(redisOptions);
   const instances: Instance[] = [];
   try {
     for (let i = 0; i < count; i++) instances.push(instance(`node-${i}`, await freePort(), { REDIS_URL: redis.url, ...env }, app));

@@ -36,7 +36,7 @@ export interface TestRedis {
   readonly pid: number;
   /** SIGKILLs the server (by PID) and waits for it to exit: Redis is down. */
   stop(): Promise<void>;
-  /** Starts a new, empty server on the same port. */
+  /** Starts a new server on the same port: empty, or with what its append-only file kept. */
   start(): Promise<void>;
 }
 
@@ -61,14 +61,19 @@ async function waitForPort(port: number, child: ChildProcess, log: () => string)
   }
 }
 
-/** Starts redis-server on a free port; call `stop()` in afterAll. */
-export async function startRedis(): Promise<TestRedis> {
+/**
+ * Starts redis-server on a free port; call `stop()` in afterAll. With `aofDir`, it keeps an
+ * append-only file there, fsynced on every write, so a restart after `stop()` comes back with
+ * every acknowledged write; without, a restart comes back empty.
+ */
+export async function startRedis(options: { aofDir?: string } = {}): Promise<TestRedis> {
   const binary = redisServerBinary();
   const port = await freePort();
   let child: ChildProcess | undefined;
+  const persistence = options.aofDir ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', options.aofDir] : ['--appendonly', 'no'];
   const launch = async () => {
     let output = '';
-    const c = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], {
+    const c = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--protected-mode', 'no'], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     c.stdout?.on('data', (d) => (output += d));

@@ -187,7 +187,8 @@ export function eventStoreContract(name: string, makeStore: MakeStore): void {
       const store = await makeStore({ maxEventsPerStream: 2 });
       await fill(store, A, 1, 6, 6);
       expect(await store.replayAfter(S1, A.streamId, 4)).toEqual(ok(frames(A, 5, 6), 6, true));
-      expect(await store.replayAfter(S1, A.streamId, 3)).toEqual(EVICTED);
+      // A store may hand back the final frame with `evicted` (the engine answers its request with an error).
+      expect(await store.replayAfter(S1, A.streamId, 3)).toMatchObject(EVICTED);
     });
 
     it("deleteSession drops the session's streams (cursors become unknown) and only those", async () => {

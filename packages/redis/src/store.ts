@@ -47,8 +47,18 @@ return 1`,
 
 // KEYS: stream, session index. ARGV: entry id, frame, final, maxlen, ttl, streamId, seq.
 // One round trip stores the frame, bounds the stream, and tells live tails on other instances.
+// A frame already stored (a retry whose first reply was lost) is not stored twice, and one whose
+// predecessor is missing (its write failed) is refused until that one is in: the owner retries
+// them in order, so a stream never has a hole (issue 20, item 3).
 const APPEND = new LuaScript(
-  `redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[4], ARGV[1], 'f', ARGV[2], 'e', ARGV[3])
+  `local seq = tonumber(ARGV[7])
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if #last > 0 then
+  local lastSeq = tonumber(string.match(last[1][1], '^(%d+)'))
+  if lastSeq >= seq then return 0 end
+  if lastSeq < seq - 1 then return redis.error_reply('ERR mcp-kit: frame ' .. (lastSeq + 1) .. ' of this stream is not stored yet') end
+end
+redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[4], ARGV[1], 'f', ARGV[2], 'e', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PEXPIRE', KEYS[1] .. ':req', ARGV[5])
 redis.call('SADD', KEYS[2], ARGV[6])
@@ -59,7 +69,8 @@ return 1`,
 );
 
 // KEYS: stream, its retry key. ARGV: afterSeq, id of the first entry to return.
-// Returns {0} unknown, {1} evicted, or {2, lastSeq, complete, retry or -1, frames...}.
+// Returns {0} unknown, {1[, final frame]} evicted, or {2, lastSeq, complete, retry or -1, frames...}. A replay
+// that is not contiguous (a frame lost in a Redis restart) counts as evicted: never partial.
 const REPLAY = new LuaScript(
   `local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 if #last == 0 then return {0} end
@@ -69,12 +80,17 @@ local complete = 0
 if fields[1] == 'f' and fields[4] == '1' then complete = 1 end
 local after = tonumber(ARGV[1])
 if after > lastSeq then return {0} end
+local gap = {1}
+if complete == 1 then gap = {1, fields[2]} end
 local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
-if tonumber(string.match(first[1][1], '^(%d+)')) > after + 1 then return {1} end
+if tonumber(string.match(first[1][1], '^(%d+)')) > after + 1 then return gap end
 local retry = tonumber(redis.call('GET', KEYS[2]) or '-1')
 local out = {2, lastSeq, complete, retry}
 local entries = redis.call('XRANGE', KEYS[1], ARGV[2], '+')
-for i = 1, #entries do out[i + 4] = entries[i][2][2] end
+for i = 1, #entries do
+  if tonumber(string.match(entries[i][1], '^(%d+)')) ~= after + i then return gap end
+  out[i + 4] = entries[i][2][2]
+end
 return out`,
   2,
 );
@@ -214,7 +230,8 @@ export class RedisEventStore implements EventStore {
     const stream = this.streamKey({ sessionId, streamId });
     const reply = (await REPLAY.run(this.client, [stream, `${stream}:retry`, afterSeq, `${afterSeq + 1}-0`])) as [number, ...unknown[]];
     if (reply[0] === 0) return { ok: false, reason: 'unknown' };
-    if (reply[0] === 1) return { ok: false, reason: 'evicted' };
+    if (reply[0] === 1)
+      return typeof reply[1] === 'string' ? { ok: false, reason: 'evicted', final: reply[1] } : { ok: false, reason: 'evicted' };
     const retry = reply[3] as number;
     const result: ReplayResult = { ok: true, lastSeq: reply[1] as number, complete: reply[2] === 1, frames: reply.slice(4) as string[] };
     if (retry >= 0) result.retryMs = retry;

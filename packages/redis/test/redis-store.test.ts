@@ -57,6 +57,38 @@ describe('RedisEventStore: keys, limits and failures', () => {
     expect(await admin.pttl(`kt:{${A.sessionId}}`)).toBeGreaterThan(50_000);
   });
 
+  it('a frame is stored once even when its write is retried, and never after a missing one (issue 20, item 3)', async () => {
+    const store = await makeStore({ keyPrefix: 'gap:' });
+    const A = key('retried');
+    await store.createStream(A);
+    await store.append(A, 1, frame(A, 1), false);
+    // A retry whose first reply was lost: stored once, not twice.
+    await store.append(A, 1, frame(A, 1), false);
+    // Frame 2 failed: frame 3 is refused until 2 is in, then goes in after it.
+    await expect(store.append(A, 3, frame(A, 3), true)).rejects.toThrow(/frame 2 of this stream is not stored yet/);
+    await store.append(A, 2, frame(A, 2), false);
+    await store.append(A, 3, frame(A, 3), true);
+    const streamKey = `gap:{${A.sessionId}}:${A.streamId}`;
+    expect((await admin.xrange(streamKey, '-', '+')).map(([id]) => id)).toEqual(['0-1', '1-0', '2-0', '3-0']);
+    expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: frames(A, 1, 3), lastSeq: 3, complete: true });
+  });
+
+  it('a replay with a hole in it is refused as evicted, never partial; with the final frame stored, that frame comes along (issue 20, item 3)', async () => {
+    const store = await makeStore({ keyPrefix: 'hole:' });
+    const A = key('hole');
+    await store.createStream(A);
+    await store.append(A, 1, frame(A, 1), false);
+    await store.append(A, 2, frame(A, 2), false);
+    const streamKey = `hole:{${A.sessionId}}:${A.streamId}`;
+    // What a Redis that lost a write leaves: 1, 3 (as if 2 never made it).
+    await admin.xdel(streamKey, '2-0');
+    await admin.xadd(streamKey, '3-0', 'f', frame(A, 3), 'e', '0');
+    expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: false, reason: 'evicted' });
+    expect(await store.replayAfter(A.sessionId, A.streamId, 2)).toMatchObject({ ok: true, frames: [frame(A, 3)], lastSeq: 3 });
+    await admin.xadd(streamKey, '4-0', 'f', frame(A, 4), 'e', '1');
+    expect(await store.replayAfter(A.sessionId, A.streamId, 1)).toEqual({ ok: false, reason: 'evicted', final: frame(A, 4) });
+  });
+
   it("keeps the retry of a stream's last closeTails for replays on any instance, and drops it with the session", async () => {
     const store = await makeStore({ streamTtlMs: 60_000, keyPrefix: 'rt:' });
     const other = await makeStore({ streamTtlMs: 60_000, keyPrefix: 'rt:' });

@@ -26,7 +26,10 @@ export async function serveGet(ctx: EngineContext, req: CoreRequest, res: CoreRe
   if (found.kind === 'moved' || (ctx.draining && ctx.options.cluster && !servedWhileDraining(ctx, req))) {
     return handOver(ctx, req, res, undefined, found.kind === 'local' ? found.session : undefined);
   }
-  if (found.kind === 'remote' && resuming) return followRemote(ctx, res, found, lastEventId, ctx.polling(ctx.versionOf(req, undefined)));
+  if (found.kind === 'remote' && resuming) {
+    const followed = await followRemote(ctx, res, found, lastEventId, ctx.polling(ctx.versionOf(req, undefined)));
+    if (followed !== 'refused') return;
+  }
   const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, undefined) : found.session;
   if (!session) return;
   const polling = ctx.polling(ctx.versionOf(req, session));

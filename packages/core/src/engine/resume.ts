@@ -1,9 +1,11 @@
 import { eventId, parseEventId } from '../events/ids.js';
 import { malformedCursor, replayRejection, sendRejection, unavailable } from '../http/errors.js';
 import type { ReplayResult } from '../ports/event-store.js';
+import type { RequestId } from '../ports/mcp.js';
 import type { CoreResponder } from '../ports/http.js';
 import type { SseConnection } from '../streams/connection.js';
-import { primingEvent } from '../streams/frames.js';
+import { messageEvent, primingEvent, SSE_HEADERS } from '../streams/frames.js';
+import type { Stream } from '../streams/stream.js';
 import type { Session } from '../session/session.js';
 import { replayed, watchConnection } from '../telemetry/watch.js';
 import type { EngineContext } from './context.js';
@@ -23,7 +25,12 @@ export async function resume(
   if (!cursor) return sendRejection(res, malformedCursor(lastEventId));
   const replayedFrames = await ctx.replay(session.sessionId as string, cursor.streamId, cursor.seq);
   if (replayedFrames === undefined) return sendRejection(res, unavailable('the event store'));
-  if (!replayedFrames.ok) return refuseCursor(ctx, res, session.sessionId as string, cursor.streamId, replayedFrames.reason);
+  if (!replayedFrames.ok) {
+    const running = session.activeStream(cursor.streamId);
+    if (running?.kind === 'request' && running.pending.size > 0) return endLostCall(ctx, res, session, running);
+    if (replayedFrames.final) return answerLostEvents(ctx, res, session.sessionId as string, requestIdsOf(replayedFrames.final));
+    return refuseCursor(ctx, res, session.sessionId as string, cursor.streamId, replayedFrames.reason);
+  }
   if (nothingLeft(replayedFrames) && !session.activeStream(cursor.streamId)) {
     session.routes.fetched(cursor.streamId);
     return res.send(204, {}, undefined);
@@ -83,6 +90,51 @@ async function catchUp(
     if (!progressed && !active) break;
   }
   return { lastSeq, complete };
+}
+
+/** What a client hears for a running call whose events the store lost before the client read them. */
+export const LOST_EVENTS = {
+  code: -32603,
+  message:
+    "Internal error: the event store lost this request's events before the client read them (it restarted empty, or evicted them); send the request again",
+};
+
+/**
+ * The client comes back for a call that still runs here, but the store no longer has what it
+ * missed (Redis restarted empty, or evicted the stream): the rest can never reach it in order.
+ * Rather than a 410 that an SDK client answers by waiting for its request timeout, the call ends
+ * now, for the client with an error naming why, and on the server as a cancel (the tool is
+ * aborted through its signal).
+ */
+function endLostCall(ctx: EngineContext, res: CoreResponder, session: Session, stream: Stream): void {
+  const ids = [...stream.pending];
+  session.dispatch(
+    ids.map((requestId) => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: LOST_EVENTS.message } })),
+    { headers: {} },
+  );
+  answerLostEvents(ctx, res, session.sessionId as string, ids);
+}
+
+/** Answers `ids` with {@link LOST_EVENTS} on an SSE stream that ends at once (nothing to resume). */
+export function answerLostEvents(ctx: EngineContext, res: CoreResponder, sessionId: string, ids: RequestId[]): void {
+  if (ids.length === 0) return sendRejection(res, replayRejection('evicted'));
+  ctx.options.onError(
+    new Error(`the event store lost events of ${ids.length} request(s) before their client read them; answered with an error`),
+  );
+  const sink = res.stream({ ...SSE_HEADERS, 'mcp-session-id': sessionId });
+  for (const id of ids) sink.write(messageEvent(undefined, JSON.stringify({ jsonrpc: '2.0', id, error: LOST_EVENTS })));
+  sink.end();
+}
+
+/** The id a stored final frame answers (its `data:` line is a JSON-RPC response). */
+export function requestIdsOf(frame: string): RequestId[] {
+  const data = frame.split('\n').find((line) => line.startsWith('data:'));
+  try {
+    const id = (JSON.parse(data?.slice(5) ?? 'null') as { id?: unknown } | null)?.id;
+    return typeof id === 'string' || typeof id === 'number' ? [id] : [];
+  } catch {
+    return [];
+  }
 }
 
 /** A cursor the store cannot replay from: 410 when evicted (reported), 404 when unknown. */

@@ -109,4 +109,12 @@ export type ReplayResult =
        * `evicted`: the stream exists but frames after the cursor were dropped by retention limits.
        */
       reason: 'unknown' | 'evicted';
+      /**
+       * With `evicted`: the stream's final frame (its request's answer), when the store still has
+       * it although frames between the cursor and it are gone (a Redis that restarted empty while
+       * the call ran on). The engine then ends the call for its client with an error, since the
+       * events in between can never reach it, instead of a `410` that leaves an SDK client waiting
+       * for its request timeout.
+       */
+      final?: string;
     };

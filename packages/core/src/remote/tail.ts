@@ -7,7 +7,7 @@ import { SseConnection } from '../streams/connection.js';
 import { primingEvent, SSE_HEADERS } from '../streams/frames.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
-import { nothingLeft, refuseCursor } from '../engine/resume.js';
+import { answerLostEvents, nothingLeft, requestIdsOf } from '../engine/resume.js';
 import { replayed, watchConnection } from '../telemetry/watch.js';
 
 /**
@@ -85,7 +85,9 @@ export class RemoteTail implements StreamListener {
 /**
  * `GET` + `Last-Event-ID` for a session another instance owns: replay from the shared store, then
  * follow what the owner keeps appending until the stream completes, as the owner would. The
- * subscription starts before the response, so a store failure is still a 503.
+ * subscription starts before the response, so a store failure is still a 503. A cursor the store
+ * cannot replay from is the owner's to answer (`'refused'`, nothing sent): only the owner knows
+ * whether the call still runs, and can end it for its client with an error.
  */
 export async function followRemote(
   ctx: EngineContext,
@@ -93,13 +95,14 @@ export async function followRemote(
   remote: { sessionId: string; owner: SessionOwner },
   lastEventId: string,
   polling: boolean,
-): Promise<void> {
+): Promise<'refused' | void> {
   const cursor = parseEventId(lastEventId);
   if (!cursor) return sendRejection(res, malformedCursor(lastEventId));
   const { eventStore: store, maxBufferedBytes, maxStreamDurationMs } = ctx.options;
   const result = await ctx.replay(remote.sessionId, cursor.streamId, cursor.seq);
   if (result === undefined) return sendRejection(res, unavailable('the event store'));
-  if (!result.ok) return refuseCursor(ctx, res, remote.sessionId, cursor.streamId, result.reason);
+  if (!result.ok && result.final) return answerLostEvents(ctx, res, remote.sessionId, requestIdsOf(result.final));
+  if (!result.ok) return 'refused';
   if (nothingLeft(result)) return res.send(204, {}, undefined);
   // The pace the tool last set (closeSSEStream), where the store keeps it; else the handler's.
   const retryMs = result.retryMs ?? ctx.options.retryMs;

@@ -38,6 +38,8 @@ export class Stream {
   private conn: SseConnection | undefined;
   /** Pending store writes, when the store is asynchronous; frames go out in order behind it. */
   private tail: Promise<void> | undefined;
+  /** A frame of it could not be stored: later ones are tried once, and the client reads what the store has. */
+  private broken = false;
 
   constructor(
     readonly id: string,
@@ -127,8 +129,10 @@ export class Stream {
   /**
    * Assigns the next id to a message, stores the frame, then writes it; after writing the final
    * frame it calls `onFinal`. With a synchronous store this all happens now; with an asynchronous
-   * one frames go out in order, each only once stored (a failed store write is reported and the
-   * frame still sent).
+   * one frames go out in order, each only once stored. A store write that fails is tried again
+   * (at once, then backing off, about 3 s in all: a blip, a failover); a frame the store still
+   * refuses is never written to the wire, since a client that saw it could not resume past it
+   * without a gap (issue 20, item 3): the connection ends with the retry hint instead.
    */
   append(
     store: EventStore,
@@ -150,9 +154,10 @@ export class Stream {
         bytes: frame.length,
       });
     }
+    const attempt = (): void | Promise<void> => store.append(this.key, seq, frame, final);
     let stored: void | Promise<void>;
     try {
-      stored = store.append(this.key, seq, frame, final);
+      stored = attempt();
     } catch (error) {
       stored = Promise.reject(error);
     }
@@ -161,15 +166,53 @@ export class Stream {
       if (final) onFinal(this);
       return RESOLVED;
     }
+    // Settled now, so a write that fails before the frames ahead of it are out is never unhandled.
+    const first = failureOf(stored);
     const tail = (this.tail ?? RESOLVED)
-      .then(() => stored)
-      .catch((error: unknown) => onError(asError(error, 'event store append failed; frame sent but not resumable')))
-      .then(() => {
-        this.conn?.write(frame, seq);
+      .then(() => first)
+      .then((error) => (error === undefined || this.broken ? error : retried(attempt, error)))
+      .then((error) => {
+        if (error === undefined) this.conn?.write(frame, seq);
+        else this.unstored(error, onError);
         if (final) onFinal(this);
         if (this.tail === tail) this.tail = undefined;
       });
     this.tail = tail;
     return tail;
   }
+
+  /** A frame the store would not take: not sent; the client resumes from what the store has. */
+  private unstored(error: unknown, onError: (error: Error) => void): void {
+    if (!this.broken) onError(asError(error, 'event store append failed after retries; frame not sent, the client resumes from the store'));
+    this.broken = true;
+    this.conn?.end(this.conn.pace ?? this.retryMs, 'server-close');
+  }
+}
+
+/** Pauses before each new try of a failed store write: about 3 s in all. */
+const STORE_RETRIES_MS = [0, 50, 100, 200, 400, 800, 1_600];
+
+/** The error a store write ended with, or `undefined` once it is stored. */
+function failureOf(write: void | Promise<void>): Promise<unknown> {
+  return Promise.resolve(write).then(
+    () => undefined,
+    (error: unknown) => error ?? new Error('event store append failed'),
+  );
+}
+
+/** Tries a failed store write again until it is stored (`undefined`) or the tries run out (its last error). */
+async function retried(attempt: () => void | Promise<void>, error: unknown): Promise<unknown> {
+  let last = error;
+  for (const pauseMs of STORE_RETRIES_MS) {
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    let write: void | Promise<void>;
+    try {
+      write = attempt();
+    } catch (e) {
+      write = Promise.reject(e);
+    }
+    last = await failureOf(write);
+    if (last === undefined) return undefined;
+  }
+  return last;
 }
