@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { EventStore, ReplayResult, StreamKey, StreamListener, StreamSubscription, UnfinishedStream } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, LuaScript, whenReady } from './client.js';
+import { LiveStreams } from './live-streams.js';
 
 export interface RedisEventStoreOptions {
   /** Redis to connect to, e.g. `redis://localhost:6379`. Give this or `client`. */
@@ -68,7 +69,8 @@ return 1`,
   2,
 );
 
-// KEYS: stream, its retry key. ARGV: afterSeq, id of the first entry to return.
+// KEYS: stream, its retry key. ARGV: afterSeq, id of the first entry to return, ttl.
+// A client still polling a running stream keeps its keys alive (issue 20, item 2).
 // Returns {0} unknown, {1[, final frame]} evicted, or {2, lastSeq, complete, retry or -1, frames...}. A replay
 // that is not contiguous (a frame lost in a Redis restart) counts as evicted: never partial.
 const REPLAY = new LuaScript(
@@ -85,6 +87,11 @@ if complete == 1 then gap = {1, fields[2]} end
 local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
 if tonumber(string.match(first[1][1], '^(%d+)')) > after + 1 then return gap end
 local retry = tonumber(redis.call('GET', KEYS[2]) or '-1')
+if complete == 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  redis.call('PEXPIRE', KEYS[1] .. ':req', ARGV[3])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
 local out = {2, lastSeq, complete, retry}
 local entries = redis.call('XRANGE', KEYS[1], ARGV[2], '+')
 for i = 1, #entries do
@@ -164,6 +171,8 @@ export class RedisEventStore implements EventStore {
   private graceTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly channels = new Map<string, { tails: Set<Tail>; ready: Promise<unknown> }>();
   private closed = false;
+  /** Streams this instance still writes to, whose keys it keeps alive. */
+  private readonly live: LiveStreams;
 
   constructor(options: RedisEventStoreOptions & { /** @internal */ ownsClient?: boolean } = {}) {
     if (!options.client && !options.url)
@@ -177,6 +186,7 @@ export class RedisEventStore implements EventStore {
     this.maxEventsPerStream = positiveInt(options.maxEventsPerStream ?? 10_000, 'maxEventsPerStream', 'RedisEventStore');
     this.streamTtlMs = positiveInt(options.streamTtlMs ?? 15 * 60_000, 'streamTtlMs', 'RedisEventStore');
     this.reconnectGraceMs = positiveInt(options.reconnectGraceMs ?? 2_000, 'reconnectGraceMs', 'RedisEventStore');
+    this.live = new LiveStreams(this.client, this.streamTtlMs);
   }
 
   /**
@@ -189,6 +199,7 @@ export class RedisEventStore implements EventStore {
 
   async createStream(key: StreamKey, requestIds?: Iterable<string | number>): Promise<void> {
     const ids = requestIds === undefined ? [] : [...requestIds];
+    this.live.add(key.sessionId, this.indexKey(key.sessionId), this.streamKey(key));
     await CREATE.run(this.client, [
       this.streamKey(key),
       this.indexKey(key.sessionId),
@@ -212,6 +223,8 @@ export class RedisEventStore implements EventStore {
 
   async append(key: StreamKey, seq: number, frame: string, final: boolean): Promise<void> {
     const flag = final ? '1' : '0';
+    if (final) this.live.remove(key.sessionId, this.streamKey(key));
+    else this.live.add(key.sessionId, this.indexKey(key.sessionId), this.streamKey(key));
     await APPEND.run(this.client, [
       this.streamKey(key),
       this.indexKey(key.sessionId),
@@ -228,7 +241,10 @@ export class RedisEventStore implements EventStore {
   async replayAfter(sessionId: string, streamId: string, afterSeq: number): Promise<ReplayResult> {
     if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) return { ok: false, reason: 'unknown' };
     const stream = this.streamKey({ sessionId, streamId });
-    const reply = (await REPLAY.run(this.client, [stream, `${stream}:retry`, afterSeq, `${afterSeq + 1}-0`])) as [number, ...unknown[]];
+    const reply = (await REPLAY.run(this.client, [stream, `${stream}:retry`, afterSeq, `${afterSeq + 1}-0`, this.streamTtlMs])) as [
+      number,
+      ...unknown[],
+    ];
     if (reply[0] === 0) return { ok: false, reason: 'unknown' };
     if (reply[0] === 1)
       return typeof reply[1] === 'string' ? { ok: false, reason: 'evicted', final: reply[1] } : { ok: false, reason: 'evicted' };
@@ -247,6 +263,7 @@ export class RedisEventStore implements EventStore {
   }
 
   async deleteSession(sessionId: string): Promise<void> {
+    this.live.removeSession(sessionId);
     await DELETE.run(this.client, [this.indexKey(sessionId), `${this.keyPrefix}{${sessionId}}:`]);
   }
 
@@ -291,6 +308,7 @@ export class RedisEventStore implements EventStore {
     if (this.closed) return;
     this.closed = true;
     if (this.graceTimer) clearTimeout(this.graceTimer);
+    this.live.close();
     for (const entry of this.channels.values()) for (const tail of entry.tails) tail.fail('error');
     this.channels.clear();
     this.subscriber?.disconnect();

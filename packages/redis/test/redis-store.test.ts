@@ -57,6 +57,23 @@ describe('RedisEventStore: keys, limits and failures', () => {
     expect(await admin.pttl(`kt:{${A.sessionId}}`)).toBeGreaterThan(50_000);
   });
 
+  it('a stream this instance still writes to outlives streamTtlMs of silence; once its final frame is stored it ages out (issue 20, item 2)', async () => {
+    const store = await makeStore({ keyPrefix: 'live:', streamTtlMs: 200 });
+    const A = key('live');
+    const B = key('standalone');
+    await store.createStream(A);
+    await store.createStream(B);
+    await store.append(A, 1, frame(A, 1), false);
+    // Five TTLs without a write or a read (time itself is what is tested).
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toMatchObject({ ok: true, lastSeq: 1, complete: false });
+    expect(await store.replayAfter(B.sessionId, B.streamId, 0)).toMatchObject({ ok: true, lastSeq: 0 });
+    await store.append(A, 2, frame(A, 2), true);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: false, reason: 'unknown' });
+    await store.deleteSession(B.sessionId);
+  });
+
   it('a frame is stored once even when its write is retried, and never after a missing one (issue 20, item 3)', async () => {
     const store = await makeStore({ keyPrefix: 'gap:' });
     const A = key('retried');
@@ -113,11 +130,13 @@ describe('RedisEventStore: keys, limits and failures', () => {
     expect(await other.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: false, reason: 'unknown' });
   });
 
-  it('a stream expires streamTtlMs after its last append: its cursors become unknown', async () => {
+  it('a stream whose instance is gone expires streamTtlMs after its last append: its cursors become unknown', async () => {
+    const writer = await makeStore({ streamTtlMs: 150 });
     const store = await makeStore({ streamTtlMs: 150 });
     const A = key('ttl');
-    await store.append(A, 1, frame(A, 1), false);
+    await writer.append(A, 1, frame(A, 1), false);
     expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: [frame(A, 1)], lastSeq: 1, complete: false });
+    await writer.close(); // no longer keeps the stream alive
     const deadline = Date.now() + 5_000;
     while ((await admin.exists(`mcp-kit:{${A.sessionId}}:${A.streamId}`)) === 1 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20));
