@@ -63,7 +63,7 @@ describe.each(inProcessAdapters)('a tool silent for longer than the stream TTL: 
     async ({ make }) => {
       store = await make();
       // Each connection lasts 150 ms (a platform's response limit): the client polls through the silence.
-    sut = await adapter.start({ server: () => silentServer(), eventStore: store, retryMs: 100, maxStreamDurationMs: 150 });
+      sut = await adapter.start({ server: () => silentServer(), eventStore: store, retryMs: 100, maxStreamDurationMs: 150 });
       client = new Client({ name: 'ttl', version: '1.0.0' });
       const errors: Error[] = [];
       client.onerror = (e) => errors.push(e);
