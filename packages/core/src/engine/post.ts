@@ -6,7 +6,7 @@ import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import { forwardOrTakeOver } from '../remote/forward.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
-import { serveModern } from '../modern/serve.js';
+import { serveModern, TASK_METHODS } from '../modern/serve.js';
 import { readJson } from './body.js';
 import { classifyPost, eraNotServed } from './classify.js';
 import { handOver, servedWhileDraining } from './drain.js';
@@ -35,8 +35,10 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   if (!ctx.options.eras[era]) return sendRejection(res, eraNotServed(era, body, req.headers), readableId(body));
   if (ctx.options.telemetry.on) ctx.facts.set(req, factsOf(era, body));
   const sessionless = era === 'modern' || ctx.options.stateless || isInitialize(body);
-  // Draining: nothing new starts here (without a cluster, a session's own requests still do).
-  if (sessionless && ctx.draining && !servedWhileDraining(ctx, req)) return handOver(ctx, req, res, text());
+  // Draining: nothing new starts here (without a cluster, a session's own requests still do, and
+  // so do tasks/* for the tasks the drain waits for: issue 20, item 5).
+  const forTask = era === 'modern' && TASK_METHODS.has((body as { method?: string }).method ?? '');
+  if (sessionless && ctx.draining && !forTask && !servedWhileDraining(ctx, req)) return handOver(ctx, req, res, text());
   if (era === 'modern') return serveModern(ctx, req, res, body);
   if (ctx.options.stateless) return serveStateless(ctx, req, res, body);
   if (isInitialize(body)) return serveInitialize(ctx, req, res, body);

@@ -1,5 +1,5 @@
 import type { JSONRPCRequest } from '../ports/mcp.js';
-import { ErrorCode, reject, sendRejection, type Rejection } from '../http/errors.js';
+import { ErrorCode, reject, sendRejection, unavailable, type Rejection } from '../http/errors.js';
 import { parseMessages, readableId } from '../http/messages.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import { principalOf } from '../http/rules.js';
@@ -28,7 +28,7 @@ const REMOVED = new Set([
 ]);
 
 /** The Tasks extension's methods (SEP-2663), answered by mcp-kit from the task store. */
-const TASK_METHODS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
+export const TASK_METHODS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
 
 /** A 2026 request, read and checked. */
 interface ModernRequest {
@@ -51,7 +51,13 @@ export async function serveModern(ctx: EngineContext, req: CoreRequest, res: Cor
   if (REMOVED.has(message.method)) return sendRejection(res, notFound(message.method), id);
   if (TASK_METHODS.has(message.method)) {
     if (!ctx.tasks) return sendRejection(res, notFound(message.method), id);
-    return ctx.tasks.serve(req, res, message, envelope);
+    try {
+      return await ctx.tasks.serve(req, res, message, envelope);
+    } catch (error) {
+      // A store that failed (a Redis blip) is the documented 503, never the framework's 500.
+      ctx.options.onError(asError(error, `task store failed during ${message.method}`));
+      return sendRejection(res, unavailable('the task store'), id);
+    }
   }
   let server: ModernServer;
   try {

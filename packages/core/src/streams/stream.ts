@@ -4,6 +4,7 @@ import type { EventStore, StreamKey } from '../ports/event-store.js';
 import type { CloseReason } from '../telemetry/events.js';
 import type { TelemetryHub } from '../telemetry/hub.js';
 import { asError } from '../util/errors.js';
+import { failureOf, retried } from '../util/retry.js';
 import type { SseConnection } from './connection.js';
 import { messageEvent, primingEvent } from './frames.js';
 
@@ -187,32 +188,4 @@ export class Stream {
     this.broken = true;
     this.conn?.end(this.conn.pace ?? this.retryMs, 'server-close');
   }
-}
-
-/** Pauses before each new try of a failed store write: about 3 s in all. */
-const STORE_RETRIES_MS = [0, 50, 100, 200, 400, 800, 1_600];
-
-/** The error a store write ended with, or `undefined` once it is stored. */
-function failureOf(write: void | Promise<void>): Promise<unknown> {
-  return Promise.resolve(write).then(
-    () => undefined,
-    (error: unknown) => error ?? new Error('event store append failed'),
-  );
-}
-
-/** Tries a failed store write again until it is stored (`undefined`) or the tries run out (its last error). */
-async function retried(attempt: () => void | Promise<void>, error: unknown): Promise<unknown> {
-  let last = error;
-  for (const pauseMs of STORE_RETRIES_MS) {
-    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
-    let write: void | Promise<void>;
-    try {
-      write = attempt();
-    } catch (e) {
-      write = Promise.reject(e);
-    }
-    last = await failureOf(write);
-    if (last === undefined) return undefined;
-  }
-  return last;
 }

@@ -4,6 +4,7 @@ import type { ModernChannel, Reply } from '../modern/channel.js';
 import { errorInResult, missingCapabilities, missingCapabilityError, stampResult } from '../modern/results.js';
 import type { Handshake } from '../modern/servers.js';
 import { asError } from '../util/errors.js';
+import { failureOf, retried } from '../util/retry.js';
 
 /** A tool's progress or log shows in `statusMessage`, written to the store at most this often. */
 const MESSAGE_EVERY_MS = 100;
@@ -160,9 +161,13 @@ export class RunningTask implements Reply {
 
   private write(change: TaskChange): Promise<unknown> {
     if (change.status !== undefined) this.ctx.status(this.taskId, change.status);
+    const attempt = () => this.ctx.store.update(this.taskId, change);
     this.queue = this.queue
-      .then(() => this.ctx.store.update(this.taskId, change))
-      .catch((error: unknown) => this.ctx.onError(asError(error, `task store update of ${this.taskId} failed`)));
+      .then(() => failureOf(attempt()))
+      .then((error) => (error === undefined ? undefined : retried(attempt, error)))
+      .then((error) => {
+        if (error !== undefined) this.ctx.onError(asError(error, `task store update of ${this.taskId} failed`));
+      });
     return this.queue;
   }
 }

@@ -1,0 +1,31 @@
+/** Pauses before each new try of a failed store write: at once, then backing off, about 3 s in all. */
+const RETRIES_MS = [0, 50, 100, 200, 400, 800, 1_600];
+
+/** The error a write ended with, or `undefined` once it succeeded. */
+export function failureOf(write: unknown): Promise<unknown> {
+  return Promise.resolve(write).then(
+    () => undefined,
+    (error: unknown) => error ?? new Error('store write failed'),
+  );
+}
+
+/**
+ * Tries a failed store write again until it succeeds (`undefined`) or the tries run out (its last
+ * error): a Redis blip or failover must not lose an event or a task's end (issue 20, items 3, 6).
+ * The write must be idempotent.
+ */
+export async function retried(attempt: () => unknown, error: unknown): Promise<unknown> {
+  let last = error;
+  for (const pauseMs of RETRIES_MS) {
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    let write: unknown;
+    try {
+      write = attempt();
+    } catch (e) {
+      write = Promise.reject(e);
+    }
+    last = await failureOf(write);
+    if (last === undefined) return undefined;
+  }
+  return last;
+}
