@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
+import { envelope, modernAnswer, modernPost, modernRequest, routingHeaders } from '../support/modern.js';
+import { SseStream } from '../support/sse.js';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const HEARTBEAT_MS = 500;
@@ -107,6 +108,38 @@ describe('tasks across instances', () => {
       await new Promise((resolve) => setTimeout(resolve, task.pollIntervalMs));
     }
     expect([...seen]).toEqual(['cancelled']);
+  });
+
+  it('subscriptions/listen on B with the taskId of a task running on A hears its notifications/tasks up to completed (issue 20, item 7)', async () => {
+    const task = await startTask(a, 'confirm_delete', { filename: 'listened.txt' });
+    const request = modernRequest(nextId++, 'subscriptions/listen', { notifications: { taskIds: [task.taskId] } }, withTasks);
+    const controller = new AbortController();
+    const response = await fetch(b.url, {
+      method: 'POST',
+      headers: routingHeaders(request),
+      body: JSON.stringify(request),
+      signal: controller.signal,
+    });
+    expect(response.headers.get('x-served-by')).toBe(b.name);
+    const stream = new SseStream(response, controller);
+    const messages = async (until: (m: any) => boolean) =>
+      (await stream.until(until, 20_000)).filter((x) => x.data).map((x) => JSON.parse(x.data!));
+    await messages((m) => m.method === 'notifications/subscriptions/acknowledged');
+    // The task asks, is answered through B, and completes on A: B's stream hears what follows.
+    const { task: waiting } = await pollUntil(b, task.taskId, task.pollIntervalMs ?? RETRY_MS, (t) => t.status === 'input_required');
+    const [key] = Object.keys(waiting.inputRequests);
+    await ask(b, 'tasks/update', { taskId: task.taskId, inputResponses: { [key!]: { action: 'accept', content: { confirm: true } } } });
+    const seen = await messages((m) => m.method === 'notifications/tasks' && m.params.status === 'completed');
+    const statuses = seen.filter((m) => m.method === 'notifications/tasks').map((m) => m.params.status);
+    // It asked before the stream opened; from the answer on, B hears the changes (a quick
+    // working → completed may reach it as one), up to the end, with the result.
+    expect(statuses.at(-1)).toBe('completed');
+    expect(seen.at(-1).params).toMatchObject({
+      status: 'completed',
+      result: { content: [{ type: 'text', text: "deleted 'listened.txt'" }] },
+    });
+    expect(seen.every((m) => m.method !== 'notifications/tasks' || m.params.taskId === task.taskId)).toBe(true);
+    controller.abort();
   });
 
   it('A killed mid-task: polled through B the task becomes failed, naming the lost instance, within the heartbeat window and one poll', async () => {

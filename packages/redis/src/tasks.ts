@@ -112,6 +112,8 @@ export class RedisTaskStore implements TaskStore {
   private readonly mine = new Set<string>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private closed = false;
+  /** The last change of each followed, unfinished task reported here, so a repeat is not sent twice. */
+  private readonly reported = new Map<string, string>();
 
   constructor(options: RedisTaskStoreOptions & { /** @internal */ ownsClient?: boolean }) {
     if (!options.client && !options.url)
@@ -141,6 +143,7 @@ export class RedisTaskStore implements TaskStore {
       .exec();
     for (const [error] of results ?? []) if (error) throw error;
     this.mine.add(task.taskId);
+    this.announce(task.taskId);
   }
 
   async get(taskId: string): Promise<TaskRecord | undefined> {
@@ -163,6 +166,7 @@ export class RedisTaskStore implements TaskStore {
         : JSON.stringify(Object.entries(change.inputRequests).flatMap(([k, v]) => [k, JSON.stringify(v)]));
     const updated = (await UPDATE.run(this.client, [this.taskKey(taskId), this.inputKey(taskId), Date.now(), input, ...pairs])) === 1;
     if (updated && change.status !== undefined && TERMINAL.includes(change.status)) this.mine.delete(taskId);
+    if (updated) this.announce(taskId);
     return updated;
   }
 
@@ -170,6 +174,7 @@ export class RedisTaskStore implements TaskStore {
     const pairs = Object.entries(responses).flatMap(([k, v]) => [k, JSON.stringify(v)]);
     const keys = [this.taskKey(taskId), this.inputKey(taskId), this.answersKey(taskId)];
     const taken = (await ANSWER.run(this.client, [...keys, Date.now(), this.channelPrefix(), ...pairs])) as number;
+    if (taken > 0) this.announce(taskId);
     return taken >= 0;
   }
 
@@ -181,6 +186,7 @@ export class RedisTaskStore implements TaskStore {
       this.channelPrefix(),
       reason,
     ])) as number;
+    if (done > 0) this.announce(taskId);
     return done >= 0;
   }
 
@@ -190,14 +196,43 @@ export class RedisTaskStore implements TaskStore {
     // ioredis resubscribes after a reconnect; what was published meanwhile arrives with the next check.
     const subscriber = this.client.duplicate({ connectionName: 'mcp-kit-task-signals', lazyConnect: true, autoResubscribe: true });
     subscriber.on('error', () => {});
-    subscriber.on('message', (_channel: string, taskId: string) => void this.take(taskId));
+    const changes = this.changesChannel();
+    subscriber.on('message', (channel: string, taskId: string) => void (channel === changes ? this.changed(taskId) : this.take(taskId)));
     this.subscriber = subscriber;
     this.timer = setInterval(() => {
       for (const taskId of this.mine) void this.take(taskId);
     }, this.checkEveryMs);
     this.timer.unref?.();
     await subscriber.connect();
-    await subscriber.subscribe(this.channelPrefix() + instanceId);
+    await subscriber.subscribe(this.channelPrefix() + instanceId, changes);
+  }
+
+  /**
+   * Tells every instance that a task changed (`<prefix>task-changes`), so a `subscriptions/listen`
+   * stream following it anywhere gets its `notifications/tasks` (issue 20, item 7). Best effort:
+   * a lost message costs one notification, never the task (`tasks/get` still answers).
+   */
+  private announce(taskId: string): void {
+    if (this.closed) return;
+    this.client.publish(this.changesChannel(), taskId).catch(() => {});
+  }
+
+  /** A task changed somewhere: read it, if a stream here follows it, and report it once per change. */
+  private async changed(taskId: string): Promise<void> {
+    const listener = this.listener;
+    if (this.closed || !listener?.changed || !(listener.follows?.(taskId) ?? true)) return;
+    let task: TaskRecord | undefined;
+    try {
+      task = await this.get(taskId);
+    } catch {
+      return;
+    }
+    if (!task) return;
+    const seen = `${task.status} ${task.lastUpdatedAt} ${task.statusMessage ?? ''}`;
+    if (this.reported.get(taskId) === seen) return;
+    if (TERMINAL.includes(task.status)) this.reported.delete(taskId);
+    else if (this.reported.size < 10_000) this.reported.set(taskId, seen);
+    listener.changed(task);
   }
 
   async close(): Promise<void> {
@@ -239,6 +274,10 @@ export class RedisTaskStore implements TaskStore {
 
   private answersKey(taskId: string): string {
     return `${this.keyPrefix}task:${taskId}:answers`;
+  }
+
+  private changesChannel(): string {
+    return `${this.keyPrefix}task-changes`;
   }
 
   private channelPrefix(): string {

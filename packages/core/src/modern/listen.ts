@@ -36,6 +36,10 @@ class Listener {
     return this.tasks.has(taskId) && principal === this.principal;
   }
 
+  follows(taskId: string): boolean {
+    return this.tasks.has(taskId);
+  }
+
   accepts(method: string, params: { uri?: unknown } | undefined): boolean {
     switch (method) {
       case 'notifications/tools/list_changed':
@@ -134,6 +138,12 @@ export class ListenStreams {
     const { resultType: _resultType, ...params } = detailed;
     for (const listener of this.listeners)
       if (listener.followsTask(task.taskId, task.principal)) listener.send('notifications/tasks', params);
+  }
+
+  /** Whether any stream here follows the task (whoever its principal). */
+  followsTask(taskId: string): boolean {
+    for (const listener of this.listeners) if (listener.follows(taskId)) return true;
+    return false;
   }
 
   /** Ends every stream gracefully (shutdown). */

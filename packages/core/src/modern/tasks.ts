@@ -67,6 +67,10 @@ export class Tasks implements TaskSignalListener {
     this.ctx.listeners.publishTask(task, detailed(task));
   }
 
+  follows(taskId: string): boolean {
+    return this.ctx.listeners.followsTask(taskId);
+  }
+
   // --- Requests becoming tasks -----------------------------------------------------------------
 
   /**

@@ -84,4 +84,9 @@ export interface TaskSignalListener {
   cancelled(taskId: string, reason: string): void;
   /** Optional: a task's status changed (for `notifications/tasks` on listen streams). */
   changed?(task: TaskRecord): void;
+  /**
+   * Optional: whether a change of this task would reach anyone here (a listen stream follows it).
+   * A store that hears of changes made on other instances asks before it reads the record.
+   */
+  follows?(taskId: string): boolean;
 }
