@@ -4,6 +4,7 @@ import type { CoreResponder, ForwardedRequest, RestoreRecord, SessionCluster, Se
 import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, LuaScript, whenReady } from './client.js';
 import { HttpForwarder } from './forward.js';
+import { HopSigner, sharedHopSecret } from './hop.js';
 
 export interface RedisSessionClusterOptions {
   /** Redis to connect to. Give this or `client`. */
@@ -36,6 +37,13 @@ export interface RedisSessionClusterOptions {
   maxBufferedBytes?: number;
   /** Command timeout of the client created from `url`, in ms. Default `2_000`. */
   commandTimeoutMs?: number;
+  /**
+   * The secret with which instances sign the requests they forward or hand over to each other
+   * (HMAC-SHA256 in `mcp-kit-forwarded-by`), so that a client cannot pass for an instance.
+   * Default: a random one made by the first instance and kept in Redis (`<prefix>hop-secret`);
+   * give your own (at least 16 characters, the same on every instance) to keep it out of Redis.
+   */
+  hopSecret?: string;
 }
 
 // KEYS: owner record, restore record. ARGV: me, my URL, principal ('' = none), instance key prefix, owner TTL.
@@ -94,6 +102,10 @@ export class RedisSessionCluster implements SessionCluster {
   private readonly ownerTtlMs: number;
   private readonly ownsClient: boolean;
   private readonly forwarder: HttpForwarder;
+  private readonly hops: HopSigner;
+  /** The shared hop secret, once known; `undefined` while it is still to be read from Redis. */
+  private hopSecret: string | undefined;
+  private readonly ownHopSecret: boolean;
   private readonly owned = new Map<string, { record: string; refreshedAt: number }>();
   private readonly liveness = new Map<string, { alive: boolean; at: number }>();
   private readonly timer: ReturnType<typeof setInterval>;
@@ -120,8 +132,12 @@ export class RedisSessionCluster implements SessionCluster {
     this.ownerTtlMs = positiveInt(options.ownerTtlMs ?? 24 * 60 * 60_000, 'ownerTtlMs', 'RedisSessionCluster');
     this.ownerCheckMs = Math.max(this.heartbeatMs, 1_000);
     this.ownerTimeoutMs = this.heartbeatMs * 3;
+    this.hops = new HopSigner(options.hopSecret);
+    this.hopSecret = options.hopSecret;
+    this.ownHopSecret = options.hopSecret !== undefined;
     this.forwarder = new HttpForwarder({
       instanceId: this.instanceId,
+      sign: (request) => this.hops.sign(this.instanceId, request),
       connectTimeoutMs: options.connectTimeoutMs,
       maxBufferedBytes: options.maxBufferedBytes,
     });
@@ -253,6 +269,11 @@ export class RedisSessionCluster implements SessionCluster {
     return (await this.client.exists(this.seenKey(sessionId))) === 1;
   }
 
+  /** Whether a forwarded-by or handed-over-by header was signed by an instance of this cluster. */
+  verifyHop(value: string, request: { method: string; sessionId: string | undefined }): boolean {
+    return this.hops.verify(value, request);
+  }
+
   forward(owner: SessionOwner, request: ForwardedRequest, responder: CoreResponder): Promise<void> {
     if (!owner.address) return Promise.reject(new Error(`no internal URL for instance ${owner.instanceId}`));
     return this.forwarder.forward(owner.address, request, responder);
@@ -303,6 +324,7 @@ export class RedisSessionCluster implements SessionCluster {
     const now = Date.now();
     // Our key was gone, so our owner records may be too (Redis restarted): write them all again.
     const all = previous === null || this.reclaim;
+    if (!this.ownHopSecret && (all || this.hopSecret === undefined)) await this.shareHopSecret();
     const due = [...this.owned].filter(([, o]) => all || now - o.refreshedAt > this.ownerTtlMs / 2);
     for (let i = 0; i < due.length; i += 1_000) {
       const pipeline = this.client.pipeline();
@@ -312,6 +334,12 @@ export class RedisSessionCluster implements SessionCluster {
       for (const [, o] of due.slice(i, i + 1_000)) o.refreshedAt = now;
     }
     if (all) this.reclaim = false;
+  }
+
+  /** Reads (or, first, makes) the hop secret all instances share; after Redis restarted empty, proposes the one it had. */
+  private async shareHopSecret(): Promise<void> {
+    this.hopSecret = await sharedHopSecret(this.client, `${this.prefix}hop-secret`, this.hopSecret);
+    this.hops.setSecret(this.hopSecret);
   }
 
   private restoreKey(sessionId: string): string {

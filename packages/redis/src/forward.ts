@@ -21,6 +21,8 @@ const HOP_BY_HOP = new Set([
 export interface ForwarderOptions {
   /** Sent in {@link FORWARDED_HEADER}, so the owner never forwards the request again. */
   instanceId: string;
+  /** The header's value for a request (signed, so a client cannot forge it); default the bare `instanceId`. */
+  sign?: (request: { method: string; sessionId: string | undefined }) => string;
   /** Connecting to the owner may take this long. Default `2_000`. */
   connectTimeoutMs?: number;
   /**
@@ -57,7 +59,8 @@ export class HttpForwarder {
       // Frames are relayed as text; a compressed body would have to be decoded first.
       headers['accept-encoding'] = 'identity';
       // A hand-over (a draining instance moving a client's request) is served as the client's own.
-      headers[request.handOver ? HANDED_OVER_HEADER : FORWARDED_HEADER] = this.options.instanceId;
+      const hop = { method: request.method.toUpperCase(), sessionId: sessionIdOf(request.headers['mcp-session-id']) };
+      headers[request.handOver ? HANDED_OVER_HEADER : FORWARDED_HEADER] = this.options.sign?.(hop) ?? this.options.instanceId;
       if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
       const secure = target.protocol === 'https:';
       let settled = false;
@@ -128,4 +131,9 @@ function relayable(headers: IncomingHttpHeaders): OutHeaders {
     out[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   return out;
+}
+
+/** The session id a request names, as the receiving instance reads it. */
+function sessionIdOf(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
 }
