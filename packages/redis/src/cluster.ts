@@ -104,6 +104,36 @@ return out`,
   1,
 );
 
+// KEYS: none (the owner keys are built from ARGV[3]). ARGV: me, ttl, owner key prefix, then
+// (session id, record) pairs. Writes back each owner record that is missing or still names this
+// instance; one that names another instance was taken over while this one was away (a pause past
+// its heartbeat window, a partition): it is returned, and this instance lets the session go.
+const RECLAIM = new LuaScript(
+  `local lost = {}
+for i = 4, #ARGV, 2 do
+  local key = ARGV[3] .. ARGV[i]
+  local raw = redis.call('GET', key)
+  if raw and cjson.decode(raw).i ~= ARGV[1] then
+    lost[#lost + 1] = ARGV[i]
+  else
+    redis.call('SET', key, ARGV[i + 1], 'PX', ARGV[2])
+  end
+end
+return lost`,
+  0,
+);
+
+// KEYS: owner record, restore record ('' = keep it). ARGV: me.
+// Lets go of a session only while it is this instance's: a stale owner deletes nothing of the new one's.
+const RELEASE = new LuaScript(
+  `local raw = redis.call('GET', KEYS[1])
+if raw and cjson.decode(raw).i ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+if KEYS[2] ~= '' then redis.call('DEL', KEYS[2]) end
+return 1`,
+  2,
+);
+
 interface OwnerRecord {
   /** instance id */
   i: string;
@@ -140,6 +170,9 @@ export class RedisSessionCluster implements SessionCluster {
   private readonly ownHopSecret: boolean;
   private readonly owned = new Map<string, { record: string; refreshedAt: number }>();
   private peersCache: { at: number; peers: SessionOwner[] } | undefined;
+  /** Sessions taken over by another instance while this one was away, until the engine lets them go. */
+  private readonly lost = new Set<string>();
+  private lostListener: ((sessionId: string) => void) | undefined;
   private readonly liveness = new Map<string, { alive: boolean; at: number }>();
   private readonly timer: ReturnType<typeof setInterval>;
   private beating: Promise<void> | undefined;
@@ -206,9 +239,10 @@ export class RedisSessionCluster implements SessionCluster {
     }
   }
 
-  async release(sessionId: string): Promise<void> {
-    if (!this.owned.delete(sessionId)) return;
-    await this.client.del(this.ownerKey(sessionId), this.restoreKey(sessionId));
+  /** `false` when another instance owns the session now: its record and events are not this instance's to delete. */
+  async release(sessionId: string): Promise<boolean> {
+    if (!this.owned.delete(sessionId)) return !this.lost.delete(sessionId);
+    return (await RELEASE.run(this.client, [this.ownerKey(sessionId), this.restoreKey(sessionId), this.instanceId])) === 1;
   }
 
   /** Keeps what restores the session elsewhere beside its owner record (`<prefix>restore:<id>`), for `ttlMs`. */
@@ -254,7 +288,12 @@ export class RedisSessionCluster implements SessionCluster {
   /** Lets go of a session (draining): its owner record goes, its restore record stays for the next instance. */
   async handOff(sessionId: string): Promise<void> {
     if (!this.owned.delete(sessionId)) return;
-    await this.client.del(this.ownerKey(sessionId));
+    await RELEASE.run(this.client, [this.ownerKey(sessionId), '', this.instanceId]);
+  }
+
+  /** Called with each session another instance took over while this one was away (see {@link SessionCluster.onLost}). */
+  onLost(listener: (sessionId: string) => void): void {
+    this.lostListener = listener;
   }
 
   /**
@@ -365,14 +404,23 @@ export class RedisSessionCluster implements SessionCluster {
     const all = previous === null || this.reclaim;
     if (!this.ownHopSecret && (all || this.hopSecret === undefined)) await this.shareHopSecret();
     const due = [...this.owned].filter(([, o]) => all || now - o.refreshedAt > this.ownerTtlMs / 2);
+    // Compare-and-set, never a blind write: a session a peer took over stays the peer's (issue 20, item 1).
     for (let i = 0; i < due.length; i += 1_000) {
-      const pipeline = this.client.pipeline();
-      for (const [id, o] of due.slice(i, i + 1_000)) pipeline.set(this.ownerKey(id), o.record, 'PX', this.ownerTtlMs);
-      const results = await pipeline.exec();
-      if ((results ?? []).some(([error]) => error)) throw new Error('refreshing owner records failed');
-      for (const [, o] of due.slice(i, i + 1_000)) o.refreshedAt = now;
+      const batch = due.slice(i, i + 1_000);
+      const args = batch.flatMap(([id, o]) => [id, o.record]);
+      const lost = (await RECLAIM.run(this.client, [this.instanceId, this.ownerTtlMs, this.ownerKey(''), ...args])) as string[];
+      for (const [, o] of batch) o.refreshedAt = now;
+      for (const id of lost) this.letGo(id);
     }
     if (all) this.reclaim = false;
+  }
+
+  /** Another instance owns the session now: forget it here and tell the engine, which drops its copy. */
+  private letGo(sessionId: string): void {
+    this.owned.delete(sessionId);
+    this.lost.add(sessionId);
+    if (this.lost.size > 10_000) this.lost.delete(this.lost.values().next().value!);
+    this.lostListener?.(sessionId);
   }
 
   /** Reads (or, first, makes) the hop secret all instances share; after Redis restarted empty, proposes the one it had. */

@@ -94,6 +94,30 @@ describe('RedisSessionCluster', () => {
     await eventually(async () => expect(await b.lookupOwner('sess-3')).toBeUndefined());
   });
 
+  it('a stale owner takes nothing back: its beat lets go of a session a peer took over, and its release deletes nothing of the peer (issue 20, item 1)', async () => {
+    const a = await instance('a-stale');
+    const b = await instance('b-fresh');
+    await a.claim('sess-fenced', undefined);
+    await a.saveRecord('sess-fenced', { initialize: { jsonrpc: '2.0', id: 1, method: 'initialize' } }, 60_000);
+    await a.claim('sess-kept', undefined);
+    const lost: string[] = [];
+    a.onLost((id) => lost.push(id));
+    // A was away past its window (its instance key expired); B took one of its sessions over.
+    // (What B's takeOver writes, in one step with A's key expiring, so A's own beat cannot come between.)
+    const record = JSON.stringify({ i: 'b-fresh', u: 'http://b-fresh.internal:3000/mcp', p: null });
+    await admin.multi().del('t100:instance:a-stale').set('t100:owner:sess-fenced', record, 'PX', 60_000).exec();
+    // A's next beat writes back the session it still owns, and lets go of the other.
+    await eventually(async () => expect(lost).toEqual(['sess-fenced']));
+    expect(await b.lookupOwner('sess-fenced')).toMatchObject({ instanceId: 'b-fresh', self: true });
+    expect(await b.lookupOwner('sess-kept')).toMatchObject({ instanceId: 'a-stale' });
+    // Its release (an idle expiry, a DELETE it was still holding) is refused: B's records stand.
+    expect(await a.release('sess-fenced')).toBe(false);
+    expect(await b.lookupOwner('sess-fenced')).toMatchObject({ instanceId: 'b-fresh', self: true });
+    expect(await admin.exists('t100:restore:sess-fenced')).toBe(1);
+    expect(await a.release('sess-kept')).toBe(true);
+    expect(await b.lookupOwner('sess-kept')).toBeUndefined();
+  });
+
   it('close() gives up every session at once', async () => {
     const a = await instance('a4');
     const b = await instance('b4');

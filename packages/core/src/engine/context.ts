@@ -56,6 +56,12 @@ export class EngineContext {
     this.instanceId = options.cluster?.instanceId ?? randomId();
     this.tasks = options.tasks ? new Tasks(this) : undefined;
     if (this.tasks) this.extensions[TASKS_EXTENSION] = {};
+    // A session another instance took over while this one was away is dropped here at once, as a
+    // hand-off (nothing stored is deleted): one session, one server (issue 20, item 1).
+    options.cluster?.onLost?.((sessionId) => {
+      const session = this.registry.get(sessionId);
+      if (session) void this.registry.handOff(session, options.retryMs);
+    });
   }
 
   /**

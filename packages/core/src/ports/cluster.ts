@@ -18,8 +18,18 @@ export interface SessionCluster {
    * created it (`undefined` without auth); other instances compare it like the owner does.
    */
   claim(sessionId: string, principal: string | undefined): Promise<void>;
-  /** The session ended here (DELETE, idle expiry, shutdown): forget its owner. */
-  release(sessionId: string): void | Promise<void>;
+  /**
+   * The session ended here (DELETE, idle expiry, shutdown): forget its owner. `false` when another
+   * instance owns it now (it took the session over while this one was away): the engine then
+   * leaves the session's stored events alone, they are the new owner's.
+   */
+  release(sessionId: string): void | boolean | Promise<void | boolean>;
+  /**
+   * Optional: `listener` is called with each session another instance took over while this one
+   * was away (a pause or a partition past its heartbeat window). The engine drops its copy at once
+   * (as a hand-off: nothing stored is deleted), so one session is never served by two instances.
+   */
+  onLost?(listener: (sessionId: string) => void): void;
   /**
    * The owner of a session this instance does not hold; `undefined` when there is none (never
    * existed, deleted, expired, or its instance is gone). The engine then restores the session here

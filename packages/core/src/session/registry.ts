@@ -215,8 +215,15 @@ export class SessionRegistry {
     if (telemetry.on) telemetry.sessionEvent('session.close', id, { reason });
     // Handed off: its events and record stay for the next instance (see handOff).
     if (reason === 'handoff') return;
-    settle(() => eventStore.deleteSession(id), onError, 'event store deleteSession failed');
-    if (cluster) settle(() => cluster.release(id), onError, 'cluster release failed');
+    if (!cluster) return settle(() => eventStore.deleteSession(id), onError, 'event store deleteSession failed');
+    // Only while the session is still this instance's: a stale owner deletes nothing of the new one's.
+    settle(
+      async () => {
+        if ((await cluster.release(id)) !== false) await eventStore.deleteSession(id);
+      },
+      onError,
+      'cluster release or event store deleteSession failed',
+    );
   }
 
   private every(ms: number, fn: () => void): void {

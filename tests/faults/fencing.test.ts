@@ -1,0 +1,83 @@
+/**
+ * An owner paused past its heartbeat window (SIGSTOP: a GC pause, CPU throttling, a partition),
+ * then resumed (issue 20, item 1). Meanwhile a peer took its session over for the client's next
+ * request. Once it runs again the paused instance must not take the session back: the owner record
+ * keeps naming the peer, the paused instance drops its stale copy and forwards to the peer, and
+ * nothing of the peer's session (its record, its events) is deleted by the stale one.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisClient } from '@mcp-kit/redis';
+import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
+import { callTool, http, openSession } from '../support/sse.js';
+
+const HEARTBEAT_MS = 300;
+
+let cluster: TestCluster;
+let x: Instance;
+let y: Instance;
+let admin: ReturnType<typeof createRedisClient>;
+
+beforeAll(async () => {
+  cluster = await startCluster(2, { HEARTBEAT_MS: String(HEARTBEAT_MS), RETRY_MS: '100' });
+  [x, y] = cluster.instances as [Instance, Instance];
+  admin = createRedisClient(cluster.redis.url);
+  await new Promise<void>((resolve) => (admin.status === 'ready' ? resolve() : admin.once('ready', () => resolve())));
+}, 60_000);
+
+afterAll(async () => {
+  admin?.disconnect();
+  if (x) process.kill(x.pid, 'SIGCONT');
+  await cluster?.close();
+});
+
+const instanceIdOf = (inst: Instance) => inst.output.match(/instance ([0-9a-f-]{36})/)![1]!;
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function answer(url: string, id: number, headers: Record<string, string>): Promise<{ text: string; servedBy: string | null }> {
+  const res = await http(url).postSse(callTool(id, 'test_simple_text'), headers);
+  const blocks = await res.until((m) => m.id === id);
+  return { text: JSON.parse(blocks.at(-1)!.data!).result.content[0].text, servedBy: res.response.headers.get('x-served-by') };
+}
+
+describe('an owner paused past its heartbeat window, then resumed', () => {
+  it('does not take its session back from the peer that restored it, drops its stale copy, and deletes nothing of the peer', async () => {
+    const { headers } = await openSession(http(x.url));
+    const sessionId = headers['mcp-session-id']!;
+    expect((await answer(x.url, 2, headers)).servedBy).toBe(x.name);
+    const xId = instanceIdOf(x);
+    const yId = instanceIdOf(y);
+
+    process.kill(x.pid, 'SIGSTOP');
+    // X misses its beats: its instance key expires (3 beats).
+    await until('X counted as gone', async () => (await admin.exists(`mcp-kit:instance:${xId}`)) === 0);
+    // The client's next request lands on Y, which restores the session from its record.
+    expect((await answer(y.url, 3, headers)).servedBy).toBe(y.name);
+    await y.waitFor(new RegExp(`restored session ${sessionId}`));
+    const owner = async () => JSON.parse((await admin.get(`mcp-kit:owner:${sessionId}`)) ?? '{}').i as string | undefined;
+    expect(await owner()).toBe(yId);
+
+    process.kill(x.pid, 'SIGCONT');
+    // X beats again (its instance key is back), then once more: by then it has looked at its sessions.
+    await until('X beats again', async () => (await admin.exists(`mcp-kit:instance:${xId}`)) === 1);
+    await new Promise((resolve) => setTimeout(resolve, 2 * HEARTBEAT_MS));
+    expect(await owner()).toBe(yId);
+
+    // A request that reaches X for the session is served by Y, the one owner, and so is every later one.
+    for (let id = 4; id < 8; id++) {
+      const served = await answer(id % 2 === 0 ? x.url : y.url, id, headers);
+      expect(served.text.length).toBeGreaterThan(0);
+      expect(served.servedBy, `request ${id}`).toBe(y.name);
+    }
+    // X let its copy go without deleting anything of Y's: the owner and restore records stand.
+    expect(await owner()).toBe(yId);
+    expect(await admin.exists(`mcp-kit:restore:${sessionId}`)).toBe(1);
+    expect((await answer(x.url, 9, headers)).servedBy).toBe(y.name);
+  }, 60_000);
+});
