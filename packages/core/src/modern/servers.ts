@@ -146,8 +146,15 @@ export class ModernServers {
   private readonly ready = new Map<string, ModernServer>();
 }
 
+/**
+ * What makes one server unfit for another client: its declared capabilities (what the server may
+ * ask of it, which extensions it speaks). Not `clientInfo`: a client that rotates its version
+ * would get a server per request and push everyone else's out (issue 20, item 9). A tool reads the
+ * client of a request from the request's `_meta`; the server's own idea of its client is the first
+ * one of that kind.
+ */
 function identityKey(envelope: Envelope): string {
-  return JSON.stringify([envelope.clientCapabilities, envelope.clientInfo ?? null]);
+  return JSON.stringify(envelope.clientCapabilities ?? null);
 }
 
 function closeWhenIdle(channel: ModernChannel): void {
