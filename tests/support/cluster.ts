@@ -173,6 +173,8 @@ export interface RoundRobinProxy {
   log: ProxiedRequest[];
   /** The next request of this kind (see {@link ProxiedRequest.kind}) goes to backend `index`, outside the turn. */
   steer(kind: string, index: number): void;
+  /** Takes backend `index` out of the rotation (a load balancer's failed health check) or puts it back. */
+  setDown(index: number, down: boolean): void;
   close(): Promise<void>;
 }
 
@@ -201,6 +203,7 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-en
 export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy> {
   let turn = 0;
   const steered = new Map<string, number>();
+  const down = new Set<number>();
   const log: ProxiedRequest[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -227,7 +230,9 @@ export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy>
       steered.delete(kind);
       const send = (tried: number[]) => {
         let backend = pinned !== undefined && tried.length === 0 ? pinned : turn++ % ports.length;
-        while (tried.includes(backend)) backend = (backend + 1) % ports.length;
+        // Past what was tried, and past what is down while something else is up.
+        const skip = (i: number) => tried.includes(i) || (down.has(i) && ports.some((_, j) => !down.has(j) && !tried.includes(j)));
+        for (let n = 0; n < ports.length && skip(backend); n++) backend = (backend + 1) % ports.length;
         const upstream = request(
           { host: '127.0.0.1', port: ports[backend], method: req.method, path: req.url, headers, agent: false },
           (up) => {
@@ -262,6 +267,10 @@ export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy>
     log,
     steer(kind, index) {
       steered.set(kind, index);
+    },
+    setDown(index, isDown) {
+      if (isDown) down.add(index);
+      else down.delete(index);
     },
     async close() {
       server.closeAllConnections();

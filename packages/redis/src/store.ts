@@ -50,13 +50,15 @@ return 1`,
 // One round trip stores the frame, bounds the stream, and tells live tails on other instances.
 // A frame already stored (a retry whose first reply was lost) is not stored twice, and one whose
 // predecessor is missing (its write failed) is refused until that one is in: the owner retries
-// them in order, so a stream never has a hole (issue 20, item 3).
+// them in order, so a stream never has a hole (issue 20, item 3). Nothing goes after a final
+// frame: a stale owner cannot write past the error a new owner answered its lost call with.
 const APPEND = new LuaScript(
   `local seq = tonumber(ARGV[7])
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 if #last > 0 then
   local lastSeq = tonumber(string.match(last[1][1], '^(%d+)'))
   if lastSeq >= seq then return 0 end
+  if last[1][2][4] == '1' then return redis.error_reply('ERR mcp-kit: this stream is complete (another instance answered it)') end
   if lastSeq < seq - 1 then return redis.error_reply('ERR mcp-kit: frame ' .. (lastSeq + 1) .. ' of this stream is not stored yet') end
 end
 redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[4], ARGV[1], 'f', ARGV[2], 'e', ARGV[3])

@@ -85,6 +85,8 @@ describe('RedisEventStore: keys, limits and failures', () => {
     await expect(store.append(A, 3, frame(A, 3), true)).rejects.toThrow(/frame 2 of this stream is not stored yet/);
     await store.append(A, 2, frame(A, 2), false);
     await store.append(A, 3, frame(A, 3), true);
+    // Nothing after the final frame (a stale owner writing past a new owner's answer).
+    await expect(store.append(A, 4, frame(A, 4), false)).rejects.toThrow(/this stream is complete/);
     const streamKey = `gap:{${A.sessionId}}:${A.streamId}`;
     expect((await admin.xrange(streamKey, '-', '+')).map(([id]) => id)).toEqual(['0-1', '1-0', '2-0', '3-0']);
     expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: frames(A, 1, 3), lastSeq: 3, complete: true });
