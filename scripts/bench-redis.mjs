@@ -187,8 +187,8 @@ try {
   const scaleA = createRedisScaleOut({ url: redis.url, internalUrl: 'http://127.0.0.1:1/mcp', instanceId: 'bench-a' });
   const scaleB = createRedisScaleOut({ url: redis.url, internalUrl: 'http://127.0.0.1:1/mcp', instanceId: 'bench-b' });
   await Promise.all([scaleA.ready(), scaleB.ready()]);
-  const a = await serve({ eventStore: scaleA.eventStore, cluster: scaleA.cluster });
-  const b = await serve({ eventStore: scaleB.eventStore, cluster: scaleB.cluster });
+  const a = await serve({ eventStore: scaleA.eventStore, cluster: scaleA.cluster, taskStore: scaleA.taskStore });
+  const b = await serve({ eventStore: scaleB.eventStore, cluster: scaleB.cluster, taskStore: scaleB.taskStore });
 
   console.log('\n2. GET + Last-Event-ID replaying a finished call (N log events + the result), over HTTP');
   for (const n of SIZES) {

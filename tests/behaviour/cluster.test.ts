@@ -22,7 +22,7 @@ import { HttpForwarder } from '../../packages/redis/src/forward.js';
 import { inProcessAdapters, type Adapter, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
 import { callTool, errorOf, http, openSession } from '../support/sse.js';
 import { RawSession, splitId, toolCall, type RawSse } from '../reliability/client.js';
-import { ServerCounter } from '../reliability/fixture.js';
+import { ServerCounter, TwoPhase } from '../reliability/fixture.js';
 
 /** One memory store seen by every instance, with an in-process live tail (what Redis pub/sub does). */
 class SharedStore {
@@ -191,36 +191,16 @@ function alternating(a: string, b: string): typeof fetch & { log: Array<{ to: st
   return f;
 }
 
-/**
- * `two_phase`: `phase` notifications of 4 KiB, a wait for the test's `release`, `phase` more, then
- * the result; the test hears when each phase has been produced.
- */
-function twoPhase(phase: number) {
-  let firstDone!: () => void;
-  let secondDone!: () => void;
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  const tool = {
-    firstProduced: new Promise<void>((resolve) => (firstDone = resolve)),
-    secondProduced: new Promise<void>((resolve) => (secondDone = resolve)),
-    release: () => release(),
-    server: new ServerCounter().factory((server) => {
-      server.registerTool('two_phase', {}, async (extra) => {
-        const pad = 'x'.repeat(4096);
-        for (let i = 1; i <= 2 * phase; i++) {
-          if (i === phase + 1) {
-            firstDone();
-            await gate;
-          }
-          await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: { i, pad } } });
-          if (i % 32 === 0) await new Promise((resolve) => setImmediate(resolve));
-        }
-        secondDone();
-        return { content: [{ type: 'text', text: 'two phases' }] };
-      });
-    }),
-  };
-  return tool;
+/** A session on A whose `two_phase` call produced its first phase, cut by A while its client held still. */
+async function firstPhaseCut(pr: Pair, tool: TwoPhase) {
+  const session = await RawSession.open(pr.a.url);
+  const first = await session.postSse(toolCall(2, 'two_phase'));
+  await first.next();
+  first.pause();
+  await tool.firstProduced;
+  first.resume();
+  expect(await first.end(30_000)).toBe('server');
+  return { session, first };
 }
 
 /** The sequence numbers of the events these connections carried, in order. */
@@ -406,15 +386,9 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
 
   it('a resume on the other instance held up by a slow reader while the owner keeps writing is cut past maxBufferedBytes, and the next resume gets the rest (issue 20, item 8)', async () => {
     const phase = 2_000;
-    const tool = twoPhase(phase);
-    p = await pair(adapter, { maxBufferedBytes: 64 * 1024, server: tool.server });
-    const s = await RawSession.open(p.a.url);
-    const first = await s.postSse(toolCall(2, 'two_phase'));
-    await first.next();
-    first.pause();
-    await tool.firstProduced;
-    first.resume();
-    expect(await first.end(30_000)).toBe('server'); // cut by the owner while the client held still
+    const tool = new TwoPhase(phase);
+    p = await pair(adapter, { maxBufferedBytes: 64 * 1024, server: new ServerCounter().factory((server) => tool.register(server)) });
+    const { session: s, first } = await firstPhaseCut(p, tool);
 
     // On B the replay (several MB) waits for the reader; the second phase reaches B's tail meanwhile.
     const onB = new RawSession(p.b.url, s.sessionId);
@@ -442,15 +416,10 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
 
   it('maxStreamDurationMs counts a resume on the other instance from its start, not from the end of a slow replay (issue 20, item 8)', async () => {
     const phase = 2_000;
-    const tool = twoPhase(phase);
-    p = await pair(adapter, { maxBufferedBytes: 64 * 1024, maxStreamDurationMs: 300, server: tool.server });
-    const s = await RawSession.open(p.a.url);
-    const first = await s.postSse(toolCall(2, 'two_phase'));
-    await first.next();
-    first.pause();
-    await tool.firstProduced;
-    first.resume();
-    expect(await first.end(30_000)).toBe('server');
+    const tool = new TwoPhase(phase);
+    const server = new ServerCounter().factory((s) => tool.register(s));
+    p = await pair(adapter, { maxBufferedBytes: 64 * 1024, maxStreamDurationMs: 300, server });
+    const { session: s, first } = await firstPhaseCut(p, tool);
 
     const resumed = await new RawSession(p.b.url, s.sessionId).get(first.lastEventId);
     await resumed.next();

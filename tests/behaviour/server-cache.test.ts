@@ -6,9 +6,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { closeSSEStream, type McpHandlerOptions } from '@mcp-kit/core';
+import type { McpHandlerOptions } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
+import { registerAskName } from '../support/ask-name.js';
 import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
@@ -19,14 +20,7 @@ function counted(): { built: number; factory: McpHandlerOptions['server'] } {
     factory: (() => {
       counter.built++;
       const server = createFixtureServer();
-      server.registerTool('ask_name', {}, async (extra) => {
-        closeSSEStream(extra, 50);
-        const answer = await server.server.elicitInput(
-          { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
-          { relatedRequestId: extra.requestId },
-        );
-        return { content: [{ type: 'text', text: `hello ${String(answer.content?.name)}` }] };
-      });
+      registerAskName(server);
       return server as McpServer;
     }) as McpHandlerOptions['server'],
   };

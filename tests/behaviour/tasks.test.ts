@@ -11,6 +11,7 @@ import { createFixtureServer } from '@mcp-kit/fixtures';
 import { registerTaskToolsV1 } from '../../packages/fixtures/src/tasks/v1.js';
 import { registerTaskToolsV2 } from '../../packages/fixtures/src/tasks/v2.js';
 import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
+import { registerAskName } from '../support/ask-name.js';
 import { envelope, modernAnswer, modernPost, modernRequest, routingHeaders } from '../support/modern.js';
 import { errorOf, SseStream } from '../support/sse.js';
 
@@ -40,14 +41,7 @@ function taskServer(): McpServer {
   server.registerTool('must_be_task', { _meta: taskTool('required') }, async () => ({
     content: [{ type: 'text', text: 'ran as a task' }],
   }));
-  server.registerTool('ask_name', {}, async (extra) => {
-    closeSSEStream(extra, 50);
-    const answer = await server.server.elicitInput(
-      { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
-      { relatedRequestId: extra.requestId },
-    );
-    return { content: [{ type: 'text', text: `hello ${String(answer.content?.name)}` }] };
-  });
+  registerAskName(server);
   return server;
 }
 

@@ -90,3 +90,12 @@ export class Counter {
     return new Promise((resolve) => this.waiters.push({ target, resolve }));
   }
 }
+
+/** Resolves once every client has heard at least `n` steps of its running `long_task`. */
+export async function stepsReached(list: ClusterClient[], n: number, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (list.some((c) => c.steps.length < n)) {
+    if (Date.now() > deadline) throw new Error(`steps heard: ${list.map((c) => c.steps.length).join(', ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

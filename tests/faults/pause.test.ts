@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '../support/cluster.js';
 import { freePort, startRedis, type TestRedis } from '../support/redis.js';
 import { startRespFaultProxy, type RespFaultProxy } from '../support/resp-faults.js';
-import { connectClient, oneTo, type ClusterClient, type LongTask } from '../cluster/clients.js';
+import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '../cluster/clients.js';
 
 const HEARTBEAT_MS = 300;
 const WINDOW_MS = 3 * HEARTBEAT_MS;
@@ -38,15 +38,6 @@ afterEach(async () => {
   faults = undefined;
   redis = undefined;
 });
-
-/** Resolves once every client has heard at least `n` steps of its running call. */
-async function stepsReached(list: ClusterClient[], n: number): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (list.some((c) => c.steps.length < n)) {
-    if (Date.now() > deadline) throw new Error(`steps: ${list.map((c) => c.steps.length).join(', ')}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe.each([
   { how: 'paused with SIGSTOP past its heartbeat window, then resumed', partition: false },

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startCluster, type TestCluster } from '../support/cluster.js';
-import { connectClient, oneTo, type ClusterClient, type LongTask } from '../cluster/clients.js';
+import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '../cluster/clients.js';
 
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
 const CLIENTS = 9;
@@ -27,15 +27,6 @@ afterEach(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
   dir = undefined;
 });
-
-/** Resolves once every client has heard at least `n` steps of its running call. */
-async function stepsReached(list: ClusterClient[], n: number, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (list.some((c) => c.steps.length < n)) {
-    if (Date.now() > deadline) throw new Error(`steps: ${list.map((c) => c.steps.length).join(', ')}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe.each([
   { mode: 'empty', aof: false },

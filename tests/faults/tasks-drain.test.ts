@@ -4,10 +4,10 @@
  * that fails must give the documented JSON-RPC 503 with Retry-After, never a framework's 500.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { closeSSEStream, MemoryTaskStore, type TaskStore } from '@mcp-kit/core';
 import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
+import { registerAskName } from '../support/ask-name.js';
 import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
@@ -21,14 +21,7 @@ function taskServer(gate: { release?: () => void }): McpServer {
     await new Promise<void>((resolve) => (gate.release = resolve));
     return { content: [{ type: 'text', text: 'released' }] };
   });
-  server.registerTool('ask_name', { inputSchema: { hint: z.string().optional() } }, async (_args, extra) => {
-    closeSSEStream(extra, 50);
-    const answer = await server.server.elicitInput(
-      { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
-      { relatedRequestId: extra.requestId },
-    );
-    return { content: [{ type: 'text', text: `hello ${String(answer.content?.name)}` }] };
-  });
+  registerAskName(server);
   return server;
 }
 

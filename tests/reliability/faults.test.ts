@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryEventStore } from '@mcp-kit/core';
 import { adapters, inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
 import { initialize, jsonRpcError, RawSession, send, splitId, toolCall, type RawSse } from './client.js';
-import { GatedStore, registerBurst, registerTicker, ServerCounter } from './fixture.js';
+import { GatedStore, registerBurst, registerTicker, ServerCounter, TwoPhase } from './fixture.js';
 import { collect, listenerPid, rssOf } from './memory.js';
 import { count } from './random.js';
 
@@ -257,38 +257,19 @@ describe.each(inProcessAdapters)('paced replay: $name', (adapter) => {
 
   it('a resume held up by a slow reader catches up with what the stream sent meanwhile, on the same connection, then ends after the result', async () => {
     const phase = 2_000;
-    let firstDone!: () => void;
-    const firstProduced = new Promise<void>((resolve) => (firstDone = resolve));
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let secondDone!: () => void;
-    const secondProduced = new Promise<void>((resolve) => (secondDone = resolve));
+    const tool = new TwoPhase(phase);
     const store = new MemoryEventStore({ maxBytes: 1024 * MB, maxEventsPerStream: 1_000_000 });
+    // 8 MB, a wait for the test, 8 MB more, then the result.
     sut = await adapter.start({
       maxBufferedBytes: 64 * 1024,
       eventStore: store,
-      server: new ServerCounter().factory((server) => {
-        // 8 MB, a wait for the test, 8 MB more, then the result.
-        server.registerTool('two_phase', {}, async (extra) => {
-          const pad = 'x'.repeat(4096);
-          for (let i = 1; i <= 2 * phase; i++) {
-            if (i === phase + 1) {
-              firstDone();
-              await gate;
-            }
-            await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: { i, pad } } });
-            if (i % 32 === 0) await new Promise((resolve) => setImmediate(resolve));
-          }
-          secondDone();
-          return { content: [{ type: 'text', text: 'two phases' }] };
-        });
-      }),
+      server: new ServerCounter().factory((server) => tool.register(server)),
     });
     const s = await RawSession.open(sut.url);
     const first = await s.postSse(toolCall(2, 'two_phase'));
     await first.next();
     first.pause();
-    await firstProduced;
+    await tool.firstProduced;
     first.resume();
     // Cut at the mark while the client held still.
     expect(await first.end(30_000)).toBe('server');
@@ -299,8 +280,8 @@ describe.each(inProcessAdapters)('paced replay: $name', (adapter) => {
     const resumed = await s.get(first.lastEventId);
     await resumed.next();
     resumed.pause();
-    release();
-    await secondProduced;
+    tool.release();
+    await tool.secondProduced;
     resumed.resume();
     expect(await resumed.end(60_000)).toBe('server');
 

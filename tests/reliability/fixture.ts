@@ -140,6 +140,44 @@ export class GatedStore implements EventStore {
   }
 }
 
+/**
+ * `two_phase`: `phase` log events of 4 KiB, a wait for the test's `release()`, `phase` more, then
+ * the result; the test hears when each phase has been produced.
+ */
+export class TwoPhase {
+  readonly firstProduced: Promise<void>;
+  readonly secondProduced: Promise<void>;
+  private firstDone!: () => void;
+  private secondDone!: () => void;
+  private opened!: () => void;
+  private readonly gate = new Promise<void>((resolve) => (this.opened = resolve));
+
+  constructor(readonly phase: number) {
+    this.firstProduced = new Promise<void>((resolve) => (this.firstDone = resolve));
+    this.secondProduced = new Promise<void>((resolve) => (this.secondDone = resolve));
+  }
+
+  release(): void {
+    this.opened();
+  }
+
+  register(server: McpServer): void {
+    server.registerTool('two_phase', {}, async (extra) => {
+      const pad = 'x'.repeat(4096);
+      for (let i = 1; i <= 2 * this.phase; i++) {
+        if (i === this.phase + 1) {
+          this.firstDone();
+          await this.gate;
+        }
+        await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: { i, pad } } });
+        if (i % 32 === 0) await new Promise((resolve) => setImmediate(resolve));
+      }
+      this.secondDone();
+      return { content: [{ type: 'text', text: 'two phases' }] };
+    });
+  }
+}
+
 /** `burst {count, size}`: `count` log events of `size` padding bytes each, as fast as the server takes them. */
 export function registerBurst(server: McpServer, onProduced?: () => void): void {
   server.registerTool('burst', { inputSchema: { count: z.number().int(), size: z.number().int() } }, async ({ count, size }, extra) => {
