@@ -123,6 +123,16 @@ return lost`,
   0,
 );
 
+// KEYS: owner record, restore record. ARGV: me, the record, its ttl.
+// A stale owner does not overwrite what the session's new owner keeps to restore it.
+const SAVE_RECORD = new LuaScript(
+  `local raw = redis.call('GET', KEYS[1])
+if raw and cjson.decode(raw).i ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+return 1`,
+  2,
+);
+
 // KEYS: owner record, restore record ('' = keep it). ARGV: me.
 // Lets go of a session only while it is this instance's: a stale owner deletes nothing of the new one's.
 const RELEASE = new LuaScript(
@@ -249,7 +259,8 @@ export class RedisSessionCluster implements SessionCluster {
   async saveRecord(sessionId: string, record: RestoreRecord, ttlMs: number): Promise<void> {
     const owned = this.owned.get(sessionId);
     const principal = owned ? (JSON.parse(owned.record) as OwnerRecord).p : null;
-    await this.client.set(this.restoreKey(sessionId), JSON.stringify({ p: principal, r: record }), 'PX', ttlMs);
+    const saved = JSON.stringify({ p: principal, r: record });
+    await SAVE_RECORD.run(this.client, [this.ownerKey(sessionId), this.restoreKey(sessionId), this.instanceId, saved, ttlMs]);
   }
 
   async keepRecords(sessionIds: string[], ttlMs: number): Promise<void> {

@@ -53,6 +53,8 @@ export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOu
   // The handler closes the cluster first, then the store: the store closes the shared connection.
   const cluster = new RedisSessionCluster({ ...options, client, ownsClient: false });
   const taskStore = new RedisTaskStore({ ...options, client, ownsClient: false });
-  const eventStore = new RedisEventStore({ ...options, client, ownsClient: owns });
+  // A stale owner (one that was away past its heartbeat window) stores nothing in a session a peer took over.
+  const fence = { instanceId: cluster.instanceId, ownerKeyPrefix: `${options.keyPrefix ?? 'mcp-kit:'}owner:` };
+  const eventStore = new RedisEventStore({ ...options, client, ownsClient: owns, fence });
   return { eventStore, cluster, taskStore, client, ready: (timeoutMs) => cluster.ready(timeoutMs) };
 }

@@ -46,14 +46,20 @@ return 1`,
   2,
 );
 
-// KEYS: stream, session index. ARGV: entry id, frame, final, maxlen, ttl, streamId, seq.
+// KEYS: stream, session index, the session's owner record ('' = no fence). ARGV: entry id, frame,
+// final, maxlen, ttl, streamId, seq, this instance's id.
 // One round trip stores the frame, bounds the stream, and tells live tails on other instances.
 // A frame already stored (a retry whose first reply was lost) is not stored twice, and one whose
 // predecessor is missing (its write failed) is refused until that one is in: the owner retries
 // them in order, so a stream never has a hole (issue 20, item 3). Nothing goes after a final
-// frame: a stale owner cannot write past the error a new owner answered its lost call with.
+// frame: a stale owner cannot write past the error a new owner answered its lost call with. With a
+// fence, an instance that no longer owns the session (a peer took it over) stores nothing in it.
 const APPEND = new LuaScript(
-  `local seq = tonumber(ARGV[7])
+  `if KEYS[3] ~= '' then
+  local owner = redis.call('GET', KEYS[3])
+  if owner and cjson.decode(owner).i ~= ARGV[8] then return redis.error_reply('ERR mcp-kit: another instance owns this session now') end
+end
+local seq = tonumber(ARGV[7])
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 if #last > 0 then
   local lastSeq = tonumber(string.match(last[1][1], '^(%d+)'))
@@ -68,7 +74,7 @@ redis.call('SADD', KEYS[2], ARGV[6])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 redis.call('PUBLISH', KEYS[1], ARGV[7] .. ' ' .. ARGV[3] .. ' ' .. ARGV[2])
 return 1`,
-  2,
+  3,
 );
 
 // KEYS: stream, its retry key. ARGV: afterSeq, id of the first entry to return, ttl.
@@ -175,8 +181,16 @@ export class RedisEventStore implements EventStore {
   private closed = false;
   /** Streams this instance still writes to, whose keys it keeps alive. */
   private readonly live: LiveStreams;
+  /** With a cluster on the same Redis: appends check that this instance still owns the session. */
+  private readonly fence: { instanceId: string; ownerKeyPrefix: string } | undefined;
 
-  constructor(options: RedisEventStoreOptions & { /** @internal */ ownsClient?: boolean } = {}) {
+  constructor(
+    options: RedisEventStoreOptions & {
+      /** @internal */ ownsClient?: boolean;
+      /** @internal Set by `createRedisScaleOut`: the cluster's instance and owner records (issue 20, item 1). */
+      fence?: { instanceId: string; ownerKeyPrefix: string };
+    } = {},
+  ) {
     if (!options.client && !options.url)
       throw new TypeError('RedisEventStore: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
     this.commandTimeoutMs = positiveInt(options.commandTimeoutMs ?? 2_000, 'commandTimeoutMs', 'RedisEventStore');
@@ -189,6 +203,7 @@ export class RedisEventStore implements EventStore {
     this.streamTtlMs = positiveInt(options.streamTtlMs ?? 15 * 60_000, 'streamTtlMs', 'RedisEventStore');
     this.reconnectGraceMs = positiveInt(options.reconnectGraceMs ?? 2_000, 'reconnectGraceMs', 'RedisEventStore');
     this.live = new LiveStreams(this.client, this.streamTtlMs);
+    this.fence = options.fence;
   }
 
   /**
@@ -230,6 +245,7 @@ export class RedisEventStore implements EventStore {
     await APPEND.run(this.client, [
       this.streamKey(key),
       this.indexKey(key.sessionId),
+      this.fence ? `${this.fence.ownerKeyPrefix}${key.sessionId}` : '',
       `${seq}-0`,
       frame,
       flag,
@@ -237,6 +253,7 @@ export class RedisEventStore implements EventStore {
       this.streamTtlMs,
       key.streamId,
       seq,
+      this.fence?.instanceId ?? '',
     ]);
   }
 

@@ -1,7 +1,7 @@
 /** RedisSessionCluster against a real redis-server: ownership, liveness, release and recovery. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { RedisSessionCluster, whenReady } from '@mcp-kit/redis';
+import { createRedisScaleOut, RedisSessionCluster, whenReady } from '@mcp-kit/redis';
 import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
 
 let redis: TestRedis;
@@ -116,6 +116,44 @@ describe('RedisSessionCluster', () => {
     expect(await admin.exists('t100:restore:sess-fenced')).toBe(1);
     expect(await a.release('sess-kept')).toBe(true);
     expect(await b.lookupOwner('sess-kept')).toBeUndefined();
+  });
+
+  it("a stale owner's writes are refused: its events in the session and its restore record (issue 20, item 1)", async () => {
+    const scaleA = createRedisScaleOut({
+      url: redis.url,
+      internalUrl: 'http://a-fence.internal/mcp',
+      instanceId: 'a-fence',
+      keyPrefix: 'fence:',
+    });
+    const scaleB = createRedisScaleOut({
+      url: redis.url,
+      internalUrl: 'http://b-fence.internal/mcp',
+      instanceId: 'b-fence',
+      keyPrefix: 'fence:',
+    });
+    try {
+      await Promise.all([scaleA.ready(5_000), scaleB.ready(5_000)]);
+      const key = { sessionId: 'sess-writes', streamId: 'stream-writes'.padEnd(22, '0') };
+      const frameOf = (seq: number) => `id: ${key.streamId}.${seq}\ndata: {}\n\n`;
+      await scaleA.cluster.claim(key.sessionId, undefined);
+      const initialize = { jsonrpc: '2.0' as const, id: 1, method: 'initialize' as const, params: { clientInfo: { name: 'a' } } };
+      await scaleA.cluster.saveRecord(key.sessionId, { initialize }, 60_000);
+      await scaleA.eventStore.createStream(key);
+      await scaleA.eventStore.append(key, 1, frameOf(1), false);
+      // B takes the session over (as after A was away past its window).
+      await admin.set('fence:owner:sess-writes', JSON.stringify({ i: 'b-fence', u: 'http://b-fence.internal/mcp', p: null }));
+      await scaleB.cluster.saveRecord(key.sessionId, { initialize: { ...initialize, params: { clientInfo: { name: 'b' } } } }, 60_000);
+      await expect(scaleA.eventStore.append(key, 2, frameOf(2), false)).rejects.toThrow(/another instance owns this session now/);
+      await scaleB.eventStore.append(key, 2, frameOf(2), true);
+      await scaleA.cluster.saveRecord(key.sessionId, { initialize }, 60_000);
+      expect(JSON.parse((await admin.get('fence:restore:sess-writes'))!).r.initialize.params.clientInfo.name).toBe('b');
+      expect(await scaleB.eventStore.replayAfter(key.sessionId, key.streamId, 0)).toMatchObject({ ok: true, lastSeq: 2, complete: true });
+    } finally {
+      await scaleA.cluster.close();
+      await scaleB.cluster.close();
+      await scaleA.eventStore.close();
+      await scaleB.eventStore.close();
+    }
   });
 
   it('close() gives up every session at once', async () => {
