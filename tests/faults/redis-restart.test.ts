@@ -12,7 +12,8 @@ import { startCluster, type TestCluster } from '../support/cluster.js';
 import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '../cluster/clients.js';
 
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
-const CLIENTS = 9;
+// pnpm test:chaos (LONG=1) runs 10× the clients.
+const CLIENTS = process.env.LONG === '1' ? 90 : 9;
 const LONG: LongTask = { steps: 30, intervalMs: 100, closeEvery: 5, retryMs: 1_500 };
 
 let cluster: TestCluster | undefined;

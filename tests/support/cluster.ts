@@ -249,6 +249,11 @@ export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy>
         upstream.on('error', (error: NodeJS.ErrnoException) => {
           // Nothing reached the backend (refused, or reset by a listener that was closing): try another.
           if (error.syscall === 'connect' && tried.length + 1 < ports.length) return send([...tried, backend]);
+          // A GET reset before any answer (a closing listener drops a connection it had just accepted,
+          // before its request was read, as idle): safe to send elsewhere, as load balancers do with
+          // idempotent requests. A POST is not retried: it may have been served.
+          const resetBeforeAnswer = error.code === 'ECONNRESET' && !res.headersSent && req.method === 'GET';
+          if (resetBeforeAnswer && tried.length + 1 < ports.length) return send([...tried, backend]);
           if (res.headersSent) return void res.destroy();
           log.push(entry(backend, 502, undefined, error.code ?? error.message));
           res.writeHead(502, { 'content-type': 'text/plain' });
