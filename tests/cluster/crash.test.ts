@@ -190,19 +190,21 @@ describe('two instances racing to restore one session', () => {
     await owner.stop('SIGTERM');
     const rounds = await Promise.all(
       sessions.map(async ({ sessionId, headers }, k) => {
-        const body = { jsonrpc: '2.0', id: 100 + k, method: 'tools/list' };
-        const ask = async (inst: Instance) => {
+        // Two requests of one client in flight at once carry two ids: with one id, whichever
+        // reached the winner second was refused as a duplicate (400) when the first still ran.
+        const ask = async (inst: Instance, id: number) => {
+          const body = { jsonrpc: '2.0', id, method: 'tools/list' };
           const res = await http(inst.url).post(body, { ...headers, accept: 'application/json, text/event-stream' });
           const text = await res.text();
           return {
             sentTo: inst.name,
             status: res.status,
             servedBy: res.headers.get('x-served-by'),
-            answered: text.includes(`"id":${100 + k}`),
+            answered: text.includes(`"id":${id}`),
           };
         };
         // Both at once, each straight to its instance.
-        const [fromA, fromB] = await Promise.all([ask(a), ask(b)]);
+        const [fromA, fromB] = await Promise.all([ask(a, 100 + k), ask(b, 200 + k)]);
         return { sessionId, fromA, fromB };
       }),
     );
