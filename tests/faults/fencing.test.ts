@@ -5,10 +5,11 @@
  * keeps naming the peer, the paused instance drops its stale copy and forwards to the peer, and
  * nothing of the peer's session (its record, its events) is deleted by the stale one.
  */
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient } from '@mcp-kit/redis';
 import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { callTool, http, openSession } from '../support/sse.js';
+import { callTool, http, openSession, PROTOCOL } from '../support/sse.js';
 
 const HEARTBEAT_MS = 300;
 
@@ -79,5 +80,94 @@ describe('an owner paused past its heartbeat window, then resumed', () => {
     expect(await owner()).toBe(yId);
     expect(await admin.exists(`mcp-kit:restore:${sessionId}`)).toBe(1);
     expect((await answer(x.url, 9, headers)).servedBy).toBe(y.name);
+  }, 60_000);
+});
+
+/**
+ * A request sent to an instance while it is stopped: the kernel accepts it, the process reads it the
+ * moment it runs again, before any heartbeat of its own could answer. `sent` resolves once the
+ * request is in the socket; `answered` with its status, who served it and its body.
+ */
+function sendToStopped(url: string, body: unknown, headers: Record<string, string>) {
+  const req = httpRequest(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': PROTOCOL,
+      ...headers,
+    },
+  });
+  const sent = new Promise<void>((resolve, reject) => req.on('finish', resolve).on('error', reject));
+  const answered = new Promise<{ status: number; servedBy: string | undefined; body: string }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, servedBy: res.headers['x-served-by'] as string | undefined, body: text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
+  req.end(JSON.stringify(body));
+  return { sent, answered };
+}
+
+describe('a request that reached the paused owner before it runs again', () => {
+  it('is served by the peer that took the session over, not by the stale copy, and the peer keeps everything', async () => {
+    const { headers } = await openSession(http(x.url));
+    const sessionId = headers['mcp-session-id']!;
+    expect((await answer(x.url, 2, headers)).servedBy).toBe(x.name);
+    const xId = instanceIdOf(x);
+    const yId = instanceIdOf(y);
+    const owner = async () => JSON.parse((await admin.get(`mcp-kit:owner:${sessionId}`)) ?? '{}').i as string | undefined;
+
+    process.kill(x.pid, 'SIGSTOP');
+    await until('X counted as gone', async () => (await admin.exists(`mcp-kit:instance:${xId}`)) === 0);
+    expect((await answer(y.url, 3, headers)).servedBy).toBe(y.name);
+    expect(await owner()).toBe(yId);
+    const streamsBefore = await admin.keys(`mcp-kit:*${sessionId}*`);
+
+    // X reads this request first thing when it runs again: it must not serve it from its stale copy.
+    const queued = sendToStopped(x.url, callTool(4, 'test_simple_text'), headers);
+    await queued.sent;
+    process.kill(x.pid, 'SIGCONT');
+    const reply = await Promise.race([
+      queued.answered,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer from X within 15 s')), 15_000)),
+    ]);
+    expect(reply.status, reply.body).toBe(200);
+    expect(reply.servedBy, reply.body).toBe(y.name);
+    expect(reply.body).toContain('"id":4');
+    expect(reply.body).toContain('"result"');
+
+    // One owner, the peer; nothing of its session deleted by the stale instance.
+    await until('X beats again', async () => (await admin.exists(`mcp-kit:instance:${xId}`)) === 1);
+    expect(await owner()).toBe(yId);
+    for (const key of streamsBefore) expect(await admin.exists(key), key).toBe(1);
+    expect((await answer(x.url, 5, headers)).servedBy).toBe(y.name);
+  }, 60_000);
+});
+
+describe('a session its new owner ended while the old one was paused', () => {
+  it('is not brought back by the old owner when it runs again: 404, and no owner record', async () => {
+    const { headers } = await openSession(http(x.url));
+    const sessionId = headers['mcp-session-id']!;
+    expect((await answer(x.url, 2, headers)).servedBy).toBe(x.name);
+    const xId = instanceIdOf(x);
+
+    process.kill(x.pid, 'SIGSTOP');
+    await until('X counted as gone', async () => (await admin.exists(`mcp-kit:instance:${xId}`)) === 0);
+    expect((await answer(y.url, 3, headers)).servedBy).toBe(y.name);
+    // The client ends its session on Y, the owner now.
+    expect((await http(y.url).del(headers)).status).toBe(200);
+    await until('Y released the session', async () => (await admin.exists(`mcp-kit:owner:${sessionId}`)) === 0);
+
+    process.kill(x.pid, 'SIGCONT');
+    await until('X beats again', async () => (await admin.exists(`mcp-kit:instance:${xId}`)) === 1);
+    const res = await http(x.url).post(callTool(4, 'test_simple_text'), headers);
+    await res.body?.cancel();
+    expect(res.status).toBe(404);
+    expect(await admin.exists(`mcp-kit:owner:${sessionId}`)).toBe(0);
   }, 60_000);
 });

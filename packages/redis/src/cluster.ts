@@ -104,16 +104,18 @@ return out`,
   1,
 );
 
-// KEYS: none (the owner keys are built from ARGV[3]). ARGV: me, ttl, owner key prefix, then
-// (session id, record) pairs. Writes back each owner record that is missing or still names this
-// instance; one that names another instance was taken over while this one was away (a pause past
-// its heartbeat window, a partition): it is returned, and this instance lets the session go.
+// KEYS: none (the owner keys are built from ARGV[3]). ARGV: me, ttl, owner key prefix, whether a
+// missing record is written back ('1': Redis lost its data) or lost, then (session id, record)
+// pairs. Writes back each owner record that still names this instance; one that names another
+// instance was taken over while this one was away (a pause past its heartbeat window, a
+// partition), one that is gone was ended or handed off there: it is returned, and this instance
+// lets the session go.
 const RECLAIM = new LuaScript(
   `local lost = {}
-for i = 4, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
   local key = ARGV[3] .. ARGV[i]
   local raw = redis.call('GET', key)
-  if raw and cjson.decode(raw).i ~= ARGV[1] then
+  if (raw and cjson.decode(raw).i ~= ARGV[1]) or (not raw and ARGV[4] ~= '1') then
     lost[#lost + 1] = ARGV[i]
   else
     redis.call('SET', key, ARGV[i + 1], 'PX', ARGV[2])
@@ -188,6 +190,10 @@ export class RedisSessionCluster implements SessionCluster {
   private beating: Promise<void> | undefined;
   /** A claim found our instance key gone: the next beat rewrites every owner record. */
   private reclaim = false;
+  /** When the last beat that went through (owner records checked) was sent. */
+  private beatSentAt = Date.now();
+  /** Redis' data generation this instance last saw (`<prefix>generation`): a new one means Redis lost its data. */
+  private generation: string | undefined;
   private closed = false;
 
   constructor(options: RedisSessionClusterOptions & { /** @internal */ ownsClient?: boolean }) {
@@ -302,6 +308,27 @@ export class RedisSessionCluster implements SessionCluster {
     await RELEASE.run(this.client, [this.ownerKey(sessionId), '', this.instanceId]);
   }
 
+  /**
+   * Nothing while the last beat is recent. After a gap of two beats (a pause, a partition: peers
+   * count this instance gone after three), a fresh beat first: it lets go of every session a peer
+   * took over meanwhile, before any of them serves again (issue 20, item 1). Rejects when Redis
+   * cannot be asked: serving blind could make two servers of one session.
+   */
+  confirmOwnership(): Promise<void> | undefined {
+    if (this.closed || !this.stale()) return undefined;
+    return this.beatAgain();
+  }
+
+  private stale(): boolean {
+    return Date.now() - this.beatSentAt >= this.heartbeatMs * 2;
+  }
+
+  private async beatAgain(): Promise<void> {
+    // The beat under way may have been sent before the gap: then one more.
+    for (let attempt = 0; attempt < 2 && this.stale(); attempt++) await this.heartbeat();
+    if (this.stale()) throw new Error('mcp-kit: no heartbeat went through to check which sessions this instance still owns');
+  }
+
   /** Called with each session another instance took over while this one was away (see {@link SessionCluster.onLost}). */
   onLost(listener: (sessionId: string) => void): void {
     this.lostListener = listener;
@@ -408,22 +435,45 @@ export class RedisSessionCluster implements SessionCluster {
   }
 
   private async beat(): Promise<void> {
+    const sentAt = Date.now();
     const previous = await this.client.set(this.instanceKey(this.instanceId), this.internalUrl, 'PX', this.heartbeatMs * 3, 'GET');
     await BEAT_INDEX.run(this.client, [this.instancesKey(), this.instanceId, this.ownerTimeoutMs]);
     const now = Date.now();
     // Our key was gone, so our owner records may be too (Redis restarted): write them all again.
     const all = previous === null || this.reclaim;
     if (!this.ownHopSecret && (all || this.hopSecret === undefined)) await this.shareHopSecret();
+    // Back after our key expired, with Redis' data intact: a missing owner record was ended by
+    // the instance that took the session over, not lost with Redis; it is not brought back.
+    const writeMissing = !all || (await this.redisLostData()) ? '1' : '0';
     const due = [...this.owned].filter(([, o]) => all || now - o.refreshedAt > this.ownerTtlMs / 2);
     // Compare-and-set, never a blind write: a session a peer took over stays the peer's (issue 20, item 1).
     for (let i = 0; i < due.length; i += 1_000) {
-      const batch = due.slice(i, i + 1_000);
+      // A session released since is not written back.
+      const batch = due.slice(i, i + 1_000).filter(([id]) => this.owned.has(id));
       const args = batch.flatMap(([id, o]) => [id, o.record]);
-      const lost = (await RECLAIM.run(this.client, [this.instanceId, this.ownerTtlMs, this.ownerKey(''), ...args])) as string[];
+      const script = [this.instanceId, this.ownerTtlMs, this.ownerKey(''), writeMissing, ...args];
+      const lost = (await RECLAIM.run(this.client, script)) as string[];
       for (const [, o] of batch) o.refreshedAt = now;
       for (const id of lost) this.letGo(id);
     }
     if (all) this.reclaim = false;
+    this.beatSentAt = sentAt;
+  }
+
+  /**
+   * Whether Redis lost its data (restarted empty) since this instance last looked: a generation
+   * key without TTL, made by the first instance to find it missing, changes then.
+   */
+  private async redisLostData(): Promise<boolean> {
+    const key = `${this.prefix}generation`;
+    let current = await this.client.get(key);
+    if (current === null) {
+      await this.client.set(key, randomUUID(), 'NX');
+      current = await this.client.get(key);
+    }
+    const lost = this.generation === undefined || current !== this.generation;
+    this.generation = current ?? undefined;
+    return lost;
   }
 
   /** Another instance owns the session now: forget it here and tell the engine, which drops its copy. */

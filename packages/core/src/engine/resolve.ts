@@ -1,10 +1,11 @@
-import { foreignPrincipal, reject, sessionNotFound, ErrorCode, type Rejection } from '../http/errors.js';
+import { foreignPrincipal, reject, sessionNotFound, unavailable, ErrorCode, type Rejection } from '../http/errors.js';
 import { checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import { FORWARDED_HEADER, type SessionOwner } from '../ports/cluster.js';
 import { fromPeer } from '../remote/hop.js';
 import type { CoreRequest } from '../ports/http.js';
 import { locate, restore } from '../remote/locate.js';
 import type { Session } from '../session/session.js';
+import { asError } from '../util/errors.js';
 import type { EngineContext } from './context.js';
 
 /** Where the session a request names lives: here, on another instance of the cluster, or nowhere it may use. */
@@ -40,9 +41,24 @@ export function resolveSession(ctx: EngineContext, req: CoreRequest): SessionRes
     // draining): never bounced on, it is restored here from its record if it has one.
     return cluster.takeOver ? restore(ctx, req, id, principalOf(req.authInfo)) : rejected(sessionNotFound());
   }
+  // Back from a pause or a partition past its heartbeat window, this instance first drops the
+  // sessions a peer took over meanwhile: a stale copy never serves (issue 20, item 1).
+  const checking = ctx.options.cluster?.confirmOwnership?.();
+  if (checking) return afterOwnershipCheck(ctx, req, checking);
   if (session.principal !== undefined && session.principal !== principalOf(req.authInfo)) return rejected(foreignPrincipal());
   const version = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), ctx.supportedVersions);
   if (!version.ok) return rejected(version);
   session.touch();
   return { kind: 'local', session };
+}
+
+/** Resolves the request again once the cluster knows which sessions are still this instance's. */
+async function afterOwnershipCheck(ctx: EngineContext, req: CoreRequest, checking: Promise<void>): Promise<SessionResolution> {
+  try {
+    await checking;
+  } catch (error) {
+    ctx.options.onError(asError(error, 'cluster ownership check failed'));
+    return rejected(unavailable('the session directory'));
+  }
+  return resolveSession(ctx, req);
 }

@@ -31,6 +31,14 @@ export interface SessionCluster {
    */
   onLost?(listener: (sessionId: string) => void): void;
   /**
+   * Optional, with `onLost`: nothing (at once) while this instance beats on time; after it missed
+   * its heartbeat window (a pause, a partition), a promise that resolves once it checked again
+   * which sessions are still its own (those a peer took over were reported to `onLost` by then),
+   * or rejects if it cannot (the engine answers 503). The engine asks before a session held here
+   * serves a request, so a stale copy never answers for a session a peer took over.
+   */
+  confirmOwnership?(): void | Promise<void>;
+  /**
    * The owner of a session this instance does not hold; `undefined` when there is none (never
    * existed, deleted, expired, or its instance is gone). The engine then restores the session here
    * from its record (`takeOver`), or, without one, answers 404 so the client starts a new session.
