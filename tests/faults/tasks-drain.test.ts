@@ -14,10 +14,10 @@ const TASKS = 'io.modelcontextprotocol/tasks';
 const withTasks = (caps: Record<string, unknown> = {}) =>
   envelope({ 'io.modelcontextprotocol/clientCapabilities': { ...caps, extensions: { [TASKS]: {} } } });
 
-function taskServer(gate: { release?: () => void }): McpServer {
+function taskServer(gate: { release?: () => void }, pollIntervalMs = 50): McpServer {
   const server = new McpServer({ name: 'tasks', version: '1.0.0' });
   server.registerTool('gated', {}, async (extra) => {
-    closeSSEStream(extra, 50);
+    closeSSEStream(extra, pollIntervalMs);
     await new Promise<void>((resolve) => (gate.release = resolve));
     return { content: [{ type: 'text', text: 'released' }] };
   });
@@ -75,6 +75,31 @@ describe.each(inProcessAdapters)('tasks while one instance drains or its store f
     await draining;
     expect(drained).toBe(true);
     expect((await post(sut.url, 5, 'tasks/get', { taskId: running.taskId })).answer.result.status).toBe('completed');
+  });
+
+  it("alone with the in-process task store, a drain resolves only once the client has read its task's result (item 5)", async () => {
+    const POLL_MS = 300;
+    const gate: { release?: () => void } = {};
+    sut = await adapter.start({ server: () => taskServer(gate, POLL_MS) });
+    const handler = sut.inProcess!.handler;
+    const { taskId, pollIntervalMs } = (await post(sut.url, 1, 'tools/call', { name: 'gated', arguments: {} })).answer.result;
+    expect(pollIntervalMs).toBe(POLL_MS);
+    // The app's SIGTERM order: drain, then close (the in-process store, and the result, go with it).
+    const started = Date.now();
+    const shutdown = handler.drain({ deadlineMs: 20_000 }).then(() => handler.close());
+    expect((await post(sut.url, 2, 'tasks/get', { taskId })).answer.result.status).toBe('working');
+    gate.release!();
+    // The client polls at the task's pollIntervalMs, as SDK clients do: the tool ends between polls.
+    let task: any;
+    for (let i = 0; task?.status !== 'completed'; i++) {
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      const { status, answer } = await post(sut.url, 10 + i, 'tasks/get', { taskId });
+      expect(status, JSON.stringify(answer)).toBe(200);
+      task = answer.result;
+    }
+    expect(task.result.content[0].text).toBe('released');
+    await shutdown;
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it('a task store that fails answers tasks/get, tasks/update and tasks/cancel with a JSON-RPC 503 and Retry-After, and serves again after (item 6)', async () => {

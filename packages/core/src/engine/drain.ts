@@ -63,7 +63,8 @@ export function draining(ctx: EngineContext): Rejection {
  * here from the shared store); idle sessions are handed off as soon as they are idle; at the
  * deadline whatever is left is handed off too (a call still running is lost, and its client hears
  * so from the session's next owner). Without a cluster, new sessions are refused and the drain
- * waits until every call is answered and every answer fetched by its client (or the deadline).
+ * waits until every call is answered and every answer fetched by its client (or the deadline);
+ * `tasks/*` are still served, and a task's result in the in-process store is waited for until read.
  */
 export async function drain(ctx: EngineContext, deadlineMs: number): Promise<void> {
   ctx.draining = true;
@@ -76,8 +77,10 @@ export async function drain(ctx: EngineContext, deadlineMs: number): Promise<voi
   const busy = (s: Session) => !s.idle || (!canHandOff && s.routes.awaiting(Date.now()));
   for (;;) {
     if (canHandOff) await Promise.all(registry.idleSessions().map((session) => registry.handOff(session, options.retryMs)));
-    // Still running here: a session's call (or, alone, an answer its client has yet to fetch), a 2026 request, a task.
-    const running = [...registry.sessions.values()].some(busy) || ctx.modern.inFlight > 0 || (ctx.tasks?.running ?? 0) > 0;
+    // Still running here: a session's call (or, alone, an answer its client has yet to fetch), a 2026
+    // request, a task (or, with the in-process task store, a result its client has yet to read).
+    const tasksBusy = (ctx.tasks?.running ?? 0) > 0 || (ctx.tasks?.awaitingRead(Date.now()) ?? false);
+    const running = [...registry.sessions.values()].some(busy) || ctx.modern.inFlight > 0 || tasksBusy;
     if (!running || Date.now() >= deadline) break;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }

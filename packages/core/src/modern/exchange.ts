@@ -1,4 +1,5 @@
 import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
+import { errorBody, sendRejection, type Rejection } from '../http/errors.js';
 import type { CoreResponder } from '../ports/http.js';
 import { SseConnection } from '../streams/connection.js';
 import { JSON_HEADERS, messageEvent, SSE_HEADERS } from '../streams/frames.js';
@@ -90,14 +91,16 @@ export class Exchange implements Reply {
     } else this.ctx.res.send(200, JSON_HEADERS, json);
   }
 
-  /** Answers with an error of mcp-kit's own (a task could not be created). */
-  fail(code: number, message: string): void {
+  /**
+   * Answers with a refusal of mcp-kit's own (the task store could not create the task): its status
+   * and headers (a 503 with Retry-After, issue 20 item 6) while nothing was sent yet, else its
+   * JSON-RPC error as the stream's last event.
+   */
+  refuse(rejection: Rejection): void {
     this.done = true;
-    const json = JSON.stringify({ jsonrpc: '2.0', id: this.clientId, error: { code, message } });
-    if (this.conn) {
-      this.conn.write(messageEvent(undefined, json));
-      this.conn.end();
-    } else this.ctx.res.send(httpStatusOf(code) === 200 ? 500 : httpStatusOf(code), JSON_HEADERS, json);
+    if (!this.conn) return sendRejection(this.ctx.res, rejection, this.clientId);
+    this.conn.write(messageEvent(undefined, errorBody(rejection.code, rejection.message, this.clientId, rejection.data)));
+    this.conn.end();
   }
 
   /** The client went away before the answer (a JSON response not yet sent): the request is cancelled. */

@@ -1,11 +1,12 @@
 import { randomId } from '../events/ids.js';
-import { reject, sendRejection, type Rejection } from '../http/errors.js';
+import { reject, sendRejection, unavailable, type Rejection } from '../http/errors.js';
 import { principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { JSONRPCRequest, MessageExtraInfo } from '../ports/mcp.js';
 import { TERMINAL_STATUSES, type TaskRecord, type TaskSignalListener } from '../ports/task-store.js';
-import { TaskStoreFullError } from '../tasks/memory-store.js';
+import { MemoryTaskStore, TaskStoreFullError } from '../tasks/memory-store.js';
 import { RunningTask } from '../tasks/running.js';
+import { readBy, UnreadResults } from '../tasks/unread.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
 import { TASKS_EXTENSION } from './discover.js';
@@ -41,13 +42,21 @@ const NOT_FOUND = 'Task not found: the task id is unknown, expired or evicted';
  */
 export class Tasks implements TaskSignalListener {
   private readonly runningTasks = new Map<string, RunningTask>();
+  /** Only with the in-process store, whose results go with the process (issue 20, item 5). */
+  private readonly unread: UnreadResults | undefined;
 
   /** Tasks whose tool runs here now. */
   get running(): number {
     return this.runningTasks.size;
   }
 
+  /** Whether a task ended here whose result its client has yet to read, from a store that ends with this process. */
+  awaitingRead(now: number): boolean {
+    return this.unread?.awaited(now) ?? false;
+  }
+
   constructor(private readonly ctx: EngineContext) {
+    this.unread = ctx.options.taskStore instanceof MemoryTaskStore ? new UnreadResults() : undefined;
     void Promise.resolve(ctx.options.taskStore.listen?.(ctx.instanceId, this)).catch((error: unknown) =>
       ctx.options.onError(asError(error, 'task store listen failed')),
     );
@@ -116,7 +125,7 @@ export class Tasks implements TaskSignalListener {
       request: run.request,
       extra: run.extra,
       onError: options.onError,
-      done: (taskId) => this.runningTasks.delete(taskId),
+      done: (taskId, outcome) => this.ended(record, outcome),
       status: (taskId, status) => this.report(taskId, status),
     });
     task.serverId = serverId;
@@ -126,10 +135,11 @@ export class Tasks implements TaskSignalListener {
     creation.then(
       () => exchange.handOff(createTaskResult(record)),
       (error: unknown) => {
-        // The client cannot poll a task the store does not have: stop the tool, say why.
+        // The client cannot poll a task the store does not have: stop the tool, and answer the
+        // documented 503 with Retry-After, as for any store failure (issue 20, item 6).
         options.onError(asError(error, 'task store create failed'));
         task.stop('the task could not be stored');
-        exchange.fail(-32603, 'Internal error: the task could not be stored; retry later');
+        exchange.refuse(unavailable('the task store'));
       },
     );
     return true;
@@ -145,6 +155,8 @@ export class Tasks implements TaskSignalListener {
     const found = await this.find(params.taskId, principalOf(req.authInfo));
     if (found === undefined) return sendRejection(res, reject(200, -32602, NOT_FOUND), id);
     const store = this.ctx.options.taskStore;
+    // The client has seen how its task ended: a drain no longer waits for it.
+    if (TERMINAL_STATUSES.has(found.status) && message.method !== 'tasks/update') this.unread?.read(found.taskId);
     if (message.method === 'tasks/get') return sendResult(res, id, detailed(found));
     if (message.method === 'tasks/cancel') {
       if (!TERMINAL_STATUSES.has(found.status)) {
@@ -159,6 +171,15 @@ export class Tasks implements TaskSignalListener {
     }
     if (!TERMINAL_STATUSES.has(found.status)) await store.answer(found.taskId, responses as Record<string, unknown>);
     sendResult(res, id, { resultType: 'complete' });
+  }
+
+  private ended(record: TaskRecord, outcome: 'finished' | 'stopped'): void {
+    this.runningTasks.delete(record.taskId);
+    // A listen stream that follows the task has just carried its result in notifications/tasks.
+    if (outcome !== 'finished' || !this.unread || this.follows(record.taskId)) return;
+    const now = Date.now();
+    const expiresAt = record.ttlMs === null ? undefined : record.createdAt + record.ttlMs;
+    this.unread.ended(record.taskId, readBy(now, record.pollIntervalMs ?? this.ctx.options.retryMs, expiresAt), now);
   }
 
   private report(taskId: string, status: string): void {

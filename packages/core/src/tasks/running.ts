@@ -20,8 +20,11 @@ export interface RunningTaskContext {
   request: JSONRPCRequest;
   extra: MessageExtraInfo;
   onError(error: Error): void;
-  /** The task reached a terminal state here: forget it. */
-  done(taskId: string): void;
+  /**
+   * The task reached a terminal state here: forget it. `finished` when the tool's own end was
+   * written (a result its client will come to read), `stopped` when it was cancelled or shut down.
+   */
+  done(taskId: string, outcome: 'finished' | 'stopped'): void;
   /** A status the task took (for telemetry). */
   status(taskId: string, status: string): void;
 }
@@ -104,7 +107,7 @@ export class RunningTask implements Reply {
     this.finished = true;
     clearTimeout(this.messageTimer);
     this.ctx.channel.cancel(this.serverId, reason);
-    this.ctx.done(this.taskId);
+    this.ctx.done(this.taskId, 'stopped');
   }
 
   /** Calls the tool again with the answers of an `input_required` round (SEP-2322 inside a task). */
@@ -156,7 +159,7 @@ export class RunningTask implements Reply {
     clearTimeout(this.messageTimer);
     // The last report the tool made, not one the throttle held back.
     if (change.statusMessage === undefined && this.pendingMessage !== undefined) change.statusMessage = this.pendingMessage;
-    this.write(change).then(() => this.ctx.done(this.taskId));
+    this.write(change).then(() => this.ctx.done(this.taskId, 'finished'));
   }
 
   private write(change: TaskChange): Promise<unknown> {
