@@ -58,6 +58,16 @@ function ensureSystemPackages() {
 }
 
 /**
+ * Test files the checks lane runs after its own stages, so the two lanes end about together (the
+ * vitest lane is the longer one): in-process suites that start no example app, ~60 s on 2 cores.
+ */
+const CHECKS_LANE_TESTS = [
+  'tests/reliability/fuzz.test.ts',
+  'tests/reliability/fuzz-modern.test.ts',
+  'packages/bench/test/verdict.test.ts',
+];
+
+/**
  * `npm test`. After install and build, two lanes run at once on the machine's two cores: vitest
  * (one worker: its files start servers and wait on them), and the checks that need no vitest
  * (typecheck, lint, the bench's short mode, the conformance suite against every example app).
@@ -83,11 +93,25 @@ async function test() {
     }
   }
   mkdirSync(join(root, 'results'), { recursive: true });
+  const vitestRun = (report, files) => [
+    ...PNPM,
+    'exec',
+    'vitest',
+    'run',
+    '--reporter=default',
+    '--reporter=json',
+    `--outputFile.json=${report}`,
+    ...files,
+  ];
   const vitest = {
     name: 'vitest',
     cmd: 'npx',
-    args: [...PNPM, 'exec', 'vitest', 'run', '--reporter=default', '--reporter=json', '--outputFile.json=results/vitest.json'],
+    args: vitestRun(
+      'results/vitest.json',
+      CHECKS_LANE_TESTS.map((file) => `--exclude=${file}`),
+    ),
     counts: 'vitest',
+    report: 'results/vitest.json',
   };
   const checks = [
     { name: 'typecheck', cmd: 'npx', args: [...PNPM, 'run', 'typecheck'], counts: 'failure' },
@@ -95,6 +119,13 @@ async function test() {
     // The benchmark is not a test: CI only checks that its short mode still runs end to end.
     { name: 'bench --short', cmd: 'npx', args: [...PNPM, 'run', 'bench', '--short'], counts: 'one' },
     ...conformanceStages(),
+    {
+      name: 'vitest (checks lane)',
+      cmd: 'npx',
+      args: vitestRun('results/vitest-checks.json', CHECKS_LANE_TESTS),
+      counts: 'vitest',
+      report: 'results/vitest-checks.json',
+    },
   ];
   const results = await runLanes({ vitest: [vitest], checks }, options);
   timed.push(...results);
@@ -102,7 +133,7 @@ async function test() {
   let failed = 0;
   for (const r of results) {
     if (r.counts === 'vitest') {
-      const n = vitestCounts(r.code);
+      const n = vitestCounts(r.code, r.report);
       passed += n.passed;
       failed += n.failed;
     } else if (r.code !== 0) failed++;
@@ -126,9 +157,9 @@ function conformanceStages() {
 }
 
 /** vitest's own counts from its JSON report; a run that reported nothing, or failed without a failed test, is one failure. */
-function vitestCounts(code) {
+function vitestCounts(code, file) {
   try {
-    const report = JSON.parse(readFileSync(join(root, 'results', 'vitest.json'), 'utf8'));
+    const report = JSON.parse(readFileSync(join(root, file), 'utf8'));
     const failed = report.numFailedTests + (report.numTotalTests === 0 ? 1 : 0);
     return { passed: report.numPassedTests, failed: code !== 0 && failed === 0 ? 1 : failed };
   } catch {

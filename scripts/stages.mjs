@@ -67,7 +67,8 @@ export async function runLanes(lanes, options) {
   const results = await Promise.all(
     Object.entries(lanes).map(async ([lane, stages]) => {
       const done = [];
-      for (const stage of stages) done.push({ ...(await runStage(stage, { ...options, lane })), counts: stage.counts });
+      for (const stage of stages)
+        done.push({ ...(await runStage(stage, { ...options, lane })), counts: stage.counts, report: stage.report });
       return done;
     }),
   );
