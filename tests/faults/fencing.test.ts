@@ -47,21 +47,30 @@ async function answer(url: string, id: number, headers: Record<string, string>):
   return { text: JSON.parse(blocks.at(-1)!.data!).result.content[0].text, servedBy: res.response.headers.get('x-served-by') };
 }
 
+/** The owner's record of a session: which instance it names. */
+const ownerOf = async (sessionId: string) => JSON.parse((await admin.get(`mcp-kit:owner:${sessionId}`)) ?? '{}').i as string | undefined;
+
+/**
+ * A session opened and served on X; X then `SIGSTOP`ped until its instance key expires, and the
+ * client's next request sent to Y, which restores the session from its record (X stays stopped).
+ */
+async function takenOverWhileXIsPaused() {
+  const { headers } = await openSession(http(x.url));
+  const sessionId = headers['mcp-session-id']!;
+  expect((await answer(x.url, 2, headers)).servedBy).toBe(x.name);
+  const xId = instanceIdOf(x);
+  process.kill(x.pid, 'SIGSTOP');
+  // X misses its beats: its instance key expires (3 beats).
+  await until('X counted as gone', async () => (await admin.exists(`mcp-kit:instance:${xId}`)) === 0);
+  expect((await answer(y.url, 3, headers)).servedBy).toBe(y.name);
+  return { headers, sessionId, xId, yId: instanceIdOf(y) };
+}
+
 describe('an owner paused past its heartbeat window, then resumed', () => {
   it('does not take its session back from the peer that restored it, drops its stale copy, and deletes nothing of the peer', async () => {
-    const { headers } = await openSession(http(x.url));
-    const sessionId = headers['mcp-session-id']!;
-    expect((await answer(x.url, 2, headers)).servedBy).toBe(x.name);
-    const xId = instanceIdOf(x);
-    const yId = instanceIdOf(y);
-
-    process.kill(x.pid, 'SIGSTOP');
-    // X misses its beats: its instance key expires (3 beats).
-    await until('X counted as gone', async () => (await admin.exists(`mcp-kit:instance:${xId}`)) === 0);
-    // The client's next request lands on Y, which restores the session from its record.
-    expect((await answer(y.url, 3, headers)).servedBy).toBe(y.name);
+    const { headers, sessionId, xId, yId } = await takenOverWhileXIsPaused();
     await y.waitFor(new RegExp(`restored session ${sessionId}`));
-    const owner = async () => JSON.parse((await admin.get(`mcp-kit:owner:${sessionId}`)) ?? '{}').i as string | undefined;
+    const owner = () => ownerOf(sessionId);
     expect(await owner()).toBe(yId);
 
     process.kill(x.pid, 'SIGCONT');
@@ -115,16 +124,8 @@ function sendToStopped(url: string, body: unknown, headers: Record<string, strin
 
 describe('a request that reached the paused owner before it runs again', () => {
   it('is served by the peer that took the session over, not by the stale copy, and the peer keeps everything', async () => {
-    const { headers } = await openSession(http(x.url));
-    const sessionId = headers['mcp-session-id']!;
-    expect((await answer(x.url, 2, headers)).servedBy).toBe(x.name);
-    const xId = instanceIdOf(x);
-    const yId = instanceIdOf(y);
-    const owner = async () => JSON.parse((await admin.get(`mcp-kit:owner:${sessionId}`)) ?? '{}').i as string | undefined;
-
-    process.kill(x.pid, 'SIGSTOP');
-    await until('X counted as gone', async () => (await admin.exists(`mcp-kit:instance:${xId}`)) === 0);
-    expect((await answer(y.url, 3, headers)).servedBy).toBe(y.name);
+    const { headers, sessionId, xId, yId } = await takenOverWhileXIsPaused();
+    const owner = () => ownerOf(sessionId);
     expect(await owner()).toBe(yId);
     const streamsBefore = await admin.keys(`mcp-kit:*${sessionId}*`);
 
@@ -151,14 +152,7 @@ describe('a request that reached the paused owner before it runs again', () => {
 
 describe('a session its new owner ended while the old one was paused', () => {
   it('is not brought back by the old owner when it runs again: 404, and no owner record', async () => {
-    const { headers } = await openSession(http(x.url));
-    const sessionId = headers['mcp-session-id']!;
-    expect((await answer(x.url, 2, headers)).servedBy).toBe(x.name);
-    const xId = instanceIdOf(x);
-
-    process.kill(x.pid, 'SIGSTOP');
-    await until('X counted as gone', async () => (await admin.exists(`mcp-kit:instance:${xId}`)) === 0);
-    expect((await answer(y.url, 3, headers)).servedBy).toBe(y.name);
+    const { headers, sessionId, xId } = await takenOverWhileXIsPaused();
     // The client ends its session on Y, the owner now.
     expect((await http(y.url).del(headers)).status).toBe(200);
     await until('Y released the session', async () => (await admin.exists(`mcp-kit:owner:${sessionId}`)) === 0);
