@@ -90,6 +90,22 @@ export interface McpHandlerOptions {
    * clients on protocol 2025-11-25 or later (see `legacyPolling`). Default: off.
    */
   maxStreamDurationMs?: number;
+  /**
+   * For serverless platforms, which freeze or end an instance once no response is in flight: called
+   * at the start of each 2025-era call and each task with a promise that settles when it ends
+   * (answered, cancelled, its session closed; a task in a terminal state), so a call whose stream
+   * the tool closed with `closeSSEStream` keeps running. Pass the platform's: `waitUntil` from
+   * `@vercel/functions`, Next's `after`, Cloudflare's `ctx.waitUntil` (per request, through
+   * `toFetchHandler`'s call context, which wins over this). Default: none.
+   */
+  waitUntil?: (work: Promise<void>) => void;
+  /**
+   * Ends a 2025-era call or a task that runs longer than this many ms: its tool is cancelled and
+   * its client gets a JSON-RPC error (`-32603`, `data.maxCallDurationMs`), or the task fails with
+   * it. Set it below the platform's limit (e.g. Vercel's `maxDuration`), so the client hears why
+   * instead of waiting for a call the platform killed. Default: off.
+   */
+  maxCallDurationMs?: number;
   /** A session with no request and no open stream for this long is closed. Default `30 * 60_000`. */
   sessionIdleTtlMs?: number;
   /**
@@ -177,6 +193,8 @@ export interface ResolvedOptions {
   eventStore: EventStore;
   keepAliveMs: number;
   maxStreamDurationMs: number | undefined;
+  waitUntil: ((work: Promise<void>) => void) | undefined;
+  maxCallDurationMs: number | undefined;
   sessionIdleTtlMs: number;
   hibernateAfterMs: number | undefined;
   maxSessions: number;
@@ -216,6 +234,9 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     keepAliveMs: nonNegativeInt(options.keepAliveMs ?? 15_000, 'keepAliveMs', OWNER),
     maxStreamDurationMs:
       options.maxStreamDurationMs === undefined ? undefined : positiveInt(options.maxStreamDurationMs, 'maxStreamDurationMs', OWNER),
+    waitUntil: resolveWaitUntil(options.waitUntil),
+    maxCallDurationMs:
+      options.maxCallDurationMs === undefined ? undefined : positiveInt(options.maxCallDurationMs, 'maxCallDurationMs', OWNER),
     sessionIdleTtlMs: positiveInt(options.sessionIdleTtlMs ?? 30 * 60_000, 'sessionIdleTtlMs', OWNER),
     hibernateAfterMs:
       options.hibernateAfterMs === undefined ? undefined : nonNegativeInt(options.hibernateAfterMs, 'hibernateAfterMs', OWNER),
@@ -264,6 +285,13 @@ function resolveClientKey(clientKey: McpHandlerOptions['clientKey']): ResolvedOp
   if (clientKey === undefined) return (req) => req.remoteAddress;
   if (typeof clientKey !== 'function') throw new TypeError(`${OWNER}: clientKey must be a function (req) => string | undefined`);
   return clientKey;
+}
+
+function resolveWaitUntil(waitUntil: McpHandlerOptions['waitUntil']): ResolvedOptions['waitUntil'] {
+  if (waitUntil !== undefined && typeof waitUntil !== 'function') {
+    throw new TypeError(`${OWNER}: waitUntil must be a function (work: Promise<void>) => void, e.g. waitUntil from @vercel/functions`);
+  }
+  return waitUntil;
 }
 
 function isTaskStore(value: unknown): value is TaskStore {

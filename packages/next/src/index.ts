@@ -20,6 +20,13 @@ export interface McpNextOptions {
    * `dnsRebindingProtection: true` on the handler. Default: unknown.
    */
   localAddress?: string;
+  /**
+   * Keeps a serverless function alive while a call whose stream the tool closed, or a task, still
+   * runs: pass Next's `after` (`import { after } from 'next/server'`, Next 15.1+), or
+   * `waitUntil` from `@vercel/functions`. Set `maxCallDurationMs` on the handler below the route's
+   * `maxDuration`. Default: none (on `next start` the process lives on anyway).
+   */
+  waitUntil?: (work: Promise<void>) => void;
 }
 
 /** A Next.js App Router route handler. */

@@ -4,6 +4,7 @@ import { allowsBatches, parseMessages, readableId, type ParsedBody } from '../ht
 import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import { forwardOrTakeOver } from '../remote/forward.js';
+import { keepAlive } from '../session/outliving.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import { serveModern, TASK_METHODS } from '../modern/serve.js';
@@ -146,17 +147,19 @@ async function respond(
   version: string,
 ): Promise<void> {
   if (ctx.options.jsonResponse) {
-    session.openJsonReply(parsed.requestIds, {
+    const reply = session.openJsonReply(parsed.requestIds, {
       messages: [],
       batch: parsed.batch,
       respond: (text) => (text === undefined ? res.send(202, session.headers.json, undefined) : res.send(200, session.headers.json, text)),
     });
+    keepAlive(ctx.options, session, reply, req);
     return session.dispatch(parsed.messages, req);
   }
   const resumable = session.sessionId !== undefined;
   const stream = session.openRequestStream(parsed.requestIds, resumable, resumable && ctx.polling(version));
   const opened = session.openStream(stream, res, resumable);
   if (opened !== true && !(await opened)) return;
+  keepAlive(ctx.options, session, stream, req);
   session.dispatch(parsed.messages, req);
 }
 

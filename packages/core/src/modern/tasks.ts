@@ -8,6 +8,7 @@ import { MemoryTaskStore, TaskStoreFullError } from '../tasks/memory-store.js';
 import { RunningTask } from '../tasks/running.js';
 import { readBy, UnreadResults } from '../tasks/unread.js';
 import { asError } from '../util/errors.js';
+import { callTooLong, outlive } from '../engine/outlive.js';
 import type { EngineContext } from '../engine/context.js';
 import { TASKS_EXTENSION } from './discover.js';
 import type { Envelope } from './envelope.js';
@@ -42,6 +43,8 @@ const NOT_FOUND = 'Task not found: the task id is unknown, expired or evicted';
  */
 export class Tasks implements TaskSignalListener {
   private readonly runningTasks = new Map<string, RunningTask>();
+  /** Tasks kept alive with `waitUntil` or bounded by `maxCallDurationMs` (issue 21): what ends each one's keeping. */
+  private readonly outliving = new Map<string, () => void>();
   /** Only with the in-process store, whose results go with the process (issue 20, item 5). */
   private readonly unread: UnreadResults | undefined;
 
@@ -131,6 +134,8 @@ export class Tasks implements TaskSignalListener {
     task.serverId = serverId;
     server.channel.rebind(serverId, task);
     this.runningTasks.set(record.taskId, task);
+    const end = outlive(options, run.req, (limitMs) => task.expire(callTooLong(limitMs)));
+    if (end) this.outliving.set(record.taskId, end);
     this.report(record.taskId, 'working');
     creation.then(
       () => exchange.handOff(createTaskResult(record)),
@@ -175,6 +180,11 @@ export class Tasks implements TaskSignalListener {
 
   private ended(record: TaskRecord, outcome: 'finished' | 'stopped'): void {
     this.runningTasks.delete(record.taskId);
+    const end = this.outliving.get(record.taskId);
+    if (end) {
+      this.outliving.delete(record.taskId);
+      end();
+    }
     // A listen stream that follows the task has just carried its result in notifications/tasks.
     if (outcome !== 'finished' || !this.unread || this.follows(record.taskId)) return;
     const now = Date.now();

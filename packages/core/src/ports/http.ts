@@ -26,6 +26,8 @@ export interface CoreRequest {
   remoteAddress?: string | undefined;
   /** The fetch `Request` itself, when the bridge has one (SDK v2 handlers read it as `ctx.http.req`). */
   request?: Request | undefined;
+  /** The platform's `waitUntil` for this request (Cloudflare's `ctx.waitUntil`); wins over the handler's `waitUntil` option. */
+  waitUntil?: ((work: Promise<void>) => void) | undefined;
 }
 
 export type BodyText = { ok: true; text: string } | { ok: false; tooLarge: true } | { ok: false; tooLarge: false; error: Error };

@@ -14,11 +14,25 @@ export class StreamRoutes {
   private readonly awaited = new Map<string, number>();
   /** When the server last closed streams that completed while their client was away (telemetry). */
   private readonly closedWhileAway = new Map<string, number>();
+  /** Streams whose calls may outlive their response (serverless, issue 21): what lets each go. */
+  private outliving: Map<Stream, () => void> | undefined;
 
   add(stream: Stream): Stream {
     this.byId.set(stream.id, stream);
     for (const id of stream.pending) this.byRequest.set(id, stream);
     return stream;
+  }
+
+  /** `stream`'s calls are kept alive (`waitUntil`) or bounded (`maxCallDurationMs`) until `end` is called, once it completes. */
+  outlive(stream: Stream, end: () => void): void {
+    (this.outliving ??= new Map()).set(stream, end);
+  }
+
+  private letLive(stream: Stream): void {
+    const end = this.outliving?.get(stream);
+    if (!end) return;
+    this.outliving!.delete(stream);
+    end();
   }
 
   get(streamId: string): Stream | undefined {
@@ -54,6 +68,7 @@ export class StreamRoutes {
 
   /** The stream got its last answer: it is no longer open (its id stays a valid cursor in the store). */
   complete(stream: Stream, retryMs: number): void {
+    this.letLive(stream);
     this.byId.delete(stream.id);
     if (stream.polling && !stream.connection) this.awaited.set(stream.id, Date.now() + 10 * (stream.retryMs ?? retryMs) + 30_000);
     if (stream.closedAt === undefined) return;
@@ -103,6 +118,7 @@ export class StreamRoutes {
 
   /** Ends every stream's connection (with `retryMs`, as a server close) and forgets them all. */
   endAll(retryMs: number | undefined): void {
+    if (this.outliving) for (const stream of [...this.outliving.keys()]) this.letLive(stream);
     for (const stream of this.byId.values()) stream.endConnection(retryMs, retryMs === undefined ? undefined : 'shutdown');
     this.byId.clear();
     this.byRequest.clear();

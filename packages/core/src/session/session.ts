@@ -134,8 +134,8 @@ export class Session implements Transport {
   }
 
   /** JSON-response mode: the answers to `requestIds` are gathered and sent as one body. */
-  openJsonReply(requestIds: RequestId[], reply: JsonReply): void {
-    this.routes.add(new Stream(randomId(), this.sessionId, 'request', new Set(requestIds), false, false, reply));
+  openJsonReply(requestIds: RequestId[], reply: JsonReply): Stream {
+    return this.routes.add(new Stream(randomId(), this.sessionId, 'request', new Set(requestIds), false, false, reply));
   }
 
   /** The standalone GET stream, created on the first GET; `created` says whether this call made it. */

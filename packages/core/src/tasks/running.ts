@@ -110,6 +110,13 @@ export class RunningTask implements Reply {
     this.ctx.done(this.taskId, 'stopped');
   }
 
+  /** Ran past `maxCallDurationMs`: the tool is stopped and the task fails with `error`, which its client reads. */
+  expire(error: { code: number; message: string; data?: unknown }): void {
+    if (this.finished) return;
+    this.ctx.channel.cancel(this.serverId, error.message);
+    this.finish({ status: 'failed', error, statusMessage: error.message });
+  }
+
   /** Calls the tool again with the answers of an `input_required` round (SEP-2322 inside a task). */
   private callAgain(): void {
     const { answers, requestState } = this.round!;

@@ -12,11 +12,18 @@ export interface FetchHandlerOptions {
    * turns the Host/Origin check on; a fetch handler cannot see its socket, so say it here.
    */
   localAddress?: string;
+  /**
+   * The platform's `waitUntil`, called for each call and task that may outlive its response (see
+   * the handler's `waitUntil` option), e.g. `after` from `next/server`. A call context's wins.
+   */
+  waitUntil?: (work: Promise<void>) => void;
 }
 
 /** Per-call extras, e.g. from a framework that authenticates before calling the handler. */
 export interface FetchCallContext {
   authInfo?: AuthInfo | undefined;
+  /** This request's `waitUntil` (Cloudflare: `(work) => ctx.waitUntil(work)`). */
+  waitUntil?: ((work: Promise<void>) => void) | undefined;
 }
 
 export type FetchHandler = (request: Request, context?: FetchCallContext) => Promise<Response>;
@@ -36,7 +43,9 @@ export function toFetchHandler(handler: McpHandler, options: FetchHandlerOptions
   return async function mcpFetchHandler(request, context) {
     const authInfo = context?.authInfo ?? (await options.getAuthInfo?.(request));
     return new Promise<Response>((resolve, reject) => {
-      handler.handle(webCoreRequest(request, authInfo, options.localAddress), new WebResponder(resolve, request.signal)).catch(reject);
+      const req = webCoreRequest(request, authInfo, options.localAddress);
+      req.waitUntil = context?.waitUntil ?? options.waitUntil;
+      handler.handle(req, new WebResponder(resolve, request.signal)).catch(reject);
     });
   };
 }
