@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { closeSSEStream, createMcpHandler, toFetchHandler } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
+import { inProcessAdapters, nextAdapter, type ServerUnderTest } from '../support/adapters.js';
 import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
 import { callTool, http, initializeRequest, openSession, PROTOCOL, type SseBlock, type SseStream } from '../support/sse.js';
 
@@ -154,4 +154,29 @@ describe('waitUntil and maxCallDurationMs: options and the fetch bridge', () => 
     await perRequest.works[0]!.promise;
     await handler.close();
   });
+});
+
+describe('calls that outlive their response: next start (mcpNext with waitUntil: after)', () => {
+  let sut: ServerUnderTest | undefined;
+  afterEach(async () => {
+    await sut?.close();
+    sut = undefined;
+  });
+
+  it("a polled long_task runs under Next's after() to its end; past maxCallDurationMs its client reads -32603", async () => {
+    sut = await nextAdapter.start({ maxCallDurationMs: 1_500 });
+    const { headers } = await openSession(http(sut.url));
+    const quick = await http(sut.url).postSse(callTool(2, 'long_task', { steps: 4, intervalMs: 20, closeEvery: 2, retryMs: 50 }), headers);
+    expect((await resumeUntil(sut.url, quick, headers, 2)).result.content[0].text).toBe('completed 4 steps');
+    const slow = await http(sut.url).postSse(
+      callTool(3, 'long_task', { steps: 100, intervalMs: 100, closeEvery: 2, retryMs: 50 }),
+      headers,
+    );
+    const answer = await resumeUntil(sut.url, slow, headers, 3);
+    expect(answer.error).toMatchObject({ code: -32603, data: { maxCallDurationMs: 1_500 } });
+    // after() was called in the request's scope: nothing went to onError (stderr) but the expired call.
+    const messages = sut.errors.map((e) => e.message);
+    expect(messages.some((m) => m.includes('1 request(s) ran past maxCallDurationMs (1500 ms)'))).toBe(true);
+    expect(messages.filter((m) => !m.includes('ran past maxCallDurationMs'))).toEqual([]);
+  }, 30_000);
 });

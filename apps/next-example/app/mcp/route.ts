@@ -2,6 +2,7 @@ import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
 import { instrumentOpenTelemetry } from '@mcp-kit/core/otel';
 import { exampleApp, type ExampleApp } from '@mcp-kit/fixtures/example-app';
 import { getOrCreate, mcpNext, type McpRouteHandler, type McpRouteHandlers } from '@mcp-kit/next';
+import { after } from 'next/server';
 
 // PORT, HOST, MCP_SDK, REDIS_URL (scale-out), HIBERNATE_MS, INSTANCE_NAME, …: see
 // packages/fixtures/src/example-app.ts, which every example app shares.
@@ -27,7 +28,9 @@ function routes(): Promise<Routes> {
       () => console.log(example.describe()),
       (error: Error) => console.error(`next-example: Redis: ${error.message}`),
     );
-    return { handlers: mcpNext(mcp), instanceName: example.instanceName };
+    // On a serverless platform, `after` keeps the function alive while a call whose stream the tool
+    // closed (or a task) still runs; under `next start` the process lives on anyway.
+    return { handlers: mcpNext(mcp, { waitUntil: after }), instanceName: example.instanceName };
   });
 }
 
