@@ -51,6 +51,8 @@ export interface Instance {
   start(): Promise<void>;
   /** SIGKILL (a crash) or SIGTERM (a graceful shutdown); resolves when the process has exited. */
   stop(signal?: 'SIGKILL' | 'SIGTERM'): Promise<void>;
+  /** Sent SIGTERM (a graceful stop) and not started again since. */
+  readonly stopping: boolean;
   /** Resolves with the match once the current run's output matches `pattern` (already, or later). */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
 }
@@ -66,6 +68,7 @@ export function instance(name: string, port: number, env: Record<string, string>
   let output = '';
   let runStart = 0;
   let runs = 0;
+  let stopping = false;
   const watchers = new Set<() => void>();
   const append = (d: Buffer) => {
     output += d;
@@ -93,7 +96,11 @@ export function instance(name: string, port: number, env: Record<string, string>
     get exitCode() {
       return child?.exitCode ?? null;
     },
+    get stopping() {
+      return stopping;
+    },
     async start() {
+      stopping = false;
       runStart = output.length;
       runs++;
       const c = spawn(process.execPath, command.args, {
@@ -118,6 +125,7 @@ export function instance(name: string, port: number, env: Record<string, string>
       const c = child;
       if (!c || c.exitCode !== null || c.signalCode !== null) return;
       const exited = new Promise((resolve) => c.once('exit', resolve));
+      stopping = signal === 'SIGTERM';
       process.kill(c.pid as number, signal);
       await exited;
     },
@@ -200,7 +208,13 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-en
  * included, are piped through as they come. Each upstream request gets a connection of its own,
  * so a backend that shuts down never receives a request on a keep-alive socket it is closing.
  */
-export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy> {
+export async function roundRobinProxy(
+  ports: number[],
+  options: {
+    /** Whether backend `index` is stopping gracefully (SIGTERM sent, not started again). */
+    stopping?: (index: number) => boolean;
+  } = {},
+): Promise<RoundRobinProxy> {
   let turn = 0;
   const steered = new Map<string, number>();
   const down = new Set<number>();
@@ -249,10 +263,15 @@ export async function roundRobinProxy(ports: number[]): Promise<RoundRobinProxy>
         upstream.on('error', (error: NodeJS.ErrnoException) => {
           // Nothing reached the backend (refused, or reset by a listener that was closing): try another.
           if (error.syscall === 'connect' && tried.length + 1 < ports.length) return send([...tried, backend]);
-          // A GET reset before any answer (a closing listener drops a connection it had just accepted,
-          // before its request was read, as idle): safe to send elsewhere, as load balancers do with
-          // idempotent requests. A POST is not retried: it may have been served.
-          const resetBeforeAnswer = error.code === 'ECONNRESET' && !res.headersSent && req.method === 'GET';
+          // Reset before any answer: a closing listener drops a connection it had accepted but not
+          // read yet (idle to Node's server.close(), or still in the kernel's backlog). A GET is sent
+          // elsewhere, as load balancers do with idempotent requests; a POST only while its backend
+          // stops gracefully (SIGTERM), whose example app ends no connection with a request in flight
+          // until CLOSE_GRACE_MS after the drain, so the app never saw it: HAProxy's `retry-on
+          // conn-failure empty-response` (before: rolling-restart failed with three tools/call POSTs
+          // answered 502 ECONNRESET as node-0 closed). A killed backend's POST may have run: not retried.
+          const resetBeforeAnswer =
+            error.code === 'ECONNRESET' && !res.headersSent && (req.method === 'GET' || options.stopping?.(backend) === true);
           if (resetBeforeAnswer && tried.length + 1 < ports.length) return send([...tried, backend]);
           if (res.headersSent) return void res.destroy();
           log.push(entry(backend, 502, undefined, error.code ?? error.message));
@@ -316,7 +335,10 @@ export async function startCluster(
     await redis.stop();
     throw error;
   }
-  const proxy = await roundRobinProxy(instances.map((i) => i.port));
+  const proxy = await roundRobinProxy(
+    instances.map((i) => i.port),
+    { stopping: (index) => instances[index]!.stopping },
+  );
   return {
     redis,
     instances,
