@@ -1,5 +1,8 @@
+import type { RequestId } from '../ports/mcp.js';
 import type { CoreRequest } from '../ports/http.js';
 import type { ResolvedOptions } from '../options.js';
+import type { Session } from '../session/session.js';
+import type { Stream } from '../streams/stream.js';
 import { asError } from '../util/errors.js';
 
 /** The JSON-RPC error a call or task gets when it runs past `maxCallDurationMs`. */
@@ -35,4 +38,36 @@ export function outlive(options: ResolvedOptions, req: CoreRequest, expire: (lim
     clearTimeout(timer);
     settle?.();
   };
+}
+
+/**
+ * The requests of `stream` may outlive its response (serverless, issue 21): they are registered
+ * with the platform's `waitUntil` until answered or the session ends, and are answered with an
+ * error past `maxCallDurationMs`. Nothing happens when neither is set.
+ */
+export function keepAlive(options: ResolvedOptions, session: Session, stream: Stream, req: CoreRequest): void {
+  const end = outlive(options, req, (limitMs) => expire(options, session, stream, limitMs));
+  if (end) session.routes.outlive(stream, end);
+}
+
+/** Cancels `ids` at the session's server as if its client had (the tools' signals abort; the SDK answers none of them). */
+export function cancelRequests(session: Session, ids: RequestId[], reason: string): void {
+  session.dispatch(
+    ids.map((requestId) => ({ jsonrpc: '2.0' as const, method: 'notifications/cancelled', params: { requestId, reason } })),
+    { headers: {} },
+  );
+}
+
+/**
+ * Past `maxCallDurationMs`: each request still running on `stream` is answered with the error
+ * (stored like any answer, so a client away polling reads it when it comes back), then its tool
+ * is cancelled.
+ */
+function expire(options: ResolvedOptions, session: Session, stream: Stream, limitMs: number): void {
+  const ids = [...stream.pending];
+  if (session.closed || ids.length === 0) return;
+  const error = callTooLong(limitMs);
+  options.onError(new Error(`${ids.length} request(s) ran past maxCallDurationMs (${limitMs} ms): answered with an error`));
+  for (const id of ids) void session.send({ jsonrpc: '2.0', id, error });
+  cancelRequests(session, ids, error.message);
 }

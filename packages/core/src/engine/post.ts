@@ -4,13 +4,13 @@ import { allowsBatches, parseMessages, readableId, type ParsedBody } from '../ht
 import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import { forwardOrTakeOver } from '../remote/forward.js';
-import { keepAlive } from '../session/outliving.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import { serveModern, TASK_METHODS } from '../modern/serve.js';
 import { readJson } from './body.js';
 import { classifyPost, eraNotServed } from './classify.js';
 import { handOver, servedWhileDraining } from './drain.js';
+import { keepAlive } from './outlive.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
 import { connectServer, wake } from './server.js';

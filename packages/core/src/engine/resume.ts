@@ -9,6 +9,7 @@ import type { Stream } from '../streams/stream.js';
 import type { Session } from '../session/session.js';
 import { replayed, watchConnection } from '../telemetry/watch.js';
 import type { EngineContext } from './context.js';
+import { cancelRequests } from './outlive.js';
 
 /**
  * `GET` + `Last-Event-ID` on the session's owner: replay what the stream missed, then follow it
@@ -108,10 +109,7 @@ export const LOST_EVENTS = {
  */
 function endLostCall(ctx: EngineContext, res: CoreResponder, session: Session, stream: Stream): void {
   const ids = [...stream.pending];
-  session.dispatch(
-    ids.map((requestId) => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: LOST_EVENTS.message } })),
-    { headers: {} },
-  );
+  cancelRequests(session, ids, LOST_EVENTS.message);
   answerLostEvents(ctx, res, session.sessionId as string, ids);
 }
 

@@ -1,6 +1,11 @@
 import type { RequestId } from '../ports/mcp.js';
 import type { Stream } from '../streams/stream.js';
 
+/** Until when a client polling every `pollIntervalMs` is expected back for an answer that waits for it: ten polls and 30 s. */
+export function expectedBack(now: number, pollIntervalMs: number): number {
+  return now + 10 * pollIntervalMs + 30_000;
+}
+
 /**
  * Which stream carries what, in one session: its open streams by id (a resume names one), by the
  * request whose answer is due on it (the SDK names one in `relatedRequestId`), and the standalone
@@ -70,7 +75,7 @@ export class StreamRoutes {
   complete(stream: Stream, retryMs: number): void {
     this.letLive(stream);
     this.byId.delete(stream.id);
-    if (stream.polling && !stream.connection) this.awaited.set(stream.id, Date.now() + 10 * (stream.retryMs ?? retryMs) + 30_000);
+    if (stream.polling && !stream.connection) this.awaited.set(stream.id, expectedBack(Date.now(), stream.retryMs ?? retryMs));
     if (stream.closedAt === undefined) return;
     // The client's last poll comes after this: keep when it was sent away (a few, oldest out).
     this.closedWhileAway.set(stream.id, stream.closedAt);

@@ -1,3 +1,5 @@
+import { expectedBack } from '../session/routes.js';
+
 /** How many unread results are remembered at most; past it the oldest is let go. */
 const MAX_UNREAD = 10_000;
 
@@ -42,10 +44,10 @@ export class UnreadResults {
 }
 
 /**
- * Until when the client of a task that ends now is expected back for its result: ten of its polls
- * and 30 s (the margin a 2025 polling client gets), never past the task's own expiry.
+ * Until when the client of a task that ends now is expected back for its result: as a 2025 polling
+ * client is ({@link expectedBack}), never past the task's own expiry.
  */
 export function readBy(now: number, pollIntervalMs: number, expiresAt: number | undefined): number {
-  const expected = now + 10 * pollIntervalMs + 30_000;
+  const expected = expectedBack(now, pollIntervalMs);
   return expiresAt === undefined ? expected : Math.min(expected, expiresAt);
 }
