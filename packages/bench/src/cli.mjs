@@ -37,7 +37,10 @@ const FULL = {
 
 /**
  * Every code path once, in a minute or two: for CI, which checks that the benchmark runs, never a
- * timing. An anchor's failed workload does not fail it (verdict.mjs).
+ * timing. Each mcp-kit server runs every workload it serves; each anchor (SDK transports, bare
+ * servers, floors) runs only the first, which shows it starts and answers: its numbers would only
+ * be ratios, and short mode has none worth reading. An anchor's failed workload does not fail it
+ * (verdict.mjs).
  */
 const SHORT = {
   throughput: { sessions: 16, inFlight: 64, warmupMs: 200, durationMs: 500, rounds: 1 },
@@ -169,6 +172,11 @@ async function main() {
       .map((x) => x.toFixed(2))
       .join(' ')}`,
   );
+  // Short mode: the one workload each anchor runs (see SHORT).
+  const anchorWorkload = new Map();
+  for (const server of servers) if (!server.kit) anchorWorkload.set(server.name, workloads.find((w) => serves(server, w))?.name);
+  const takesPart = (server, workload) =>
+    serves(server, workload) && (!args.short || server.kit || anchorWorkload.get(server.name) === workload.name);
   const runHost = hostCpu();
   let runOwn = 0;
   for (const workload of workloads) {
@@ -180,7 +188,7 @@ async function main() {
     const byRound = {};
     for (let round = 1; round <= rounds; round++)
       for (const server of servers) {
-        if (!serves(server, workload)) continue;
+        if (!takesPart(server, workload)) continue;
         const env = { ...workload.env };
         if (args.cpuProf)
           env.NODE_FLAGS = [
