@@ -11,11 +11,14 @@ import { instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '
 import { freePort, startRedis, type TestRedis } from '../support/redis.js';
 import { startRespFaultProxy, type RespFaultProxy } from '../support/resp-faults.js';
 import { connectClient, oneTo, type ClusterClient, type LongTask } from '../cluster/clients.js';
+import { seedFor } from '../reliability/random.js';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
 
 const LONG = process.env.LONG === '1';
 const CLIENTS = LONG ? 30 : 9;
+const RAW_CLIENTS = LONG ? 10 : 3;
 const ROUNDS = LONG ? 6 : 2; // test:chaos runs 10× the calls of CI
-const FAIL_RATE = 0.02;
+const FAIL_RATE = Number(process.env.FAIL_RATE ?? 0.02);
 const TASK: LongTask = { steps: 16, intervalMs: 60, closeEvery: 4, retryMs: 150 };
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
 
@@ -24,6 +27,7 @@ let faults: RespFaultProxy;
 let instances: Instance[] = [];
 let proxy: RoundRobinProxy;
 const clients: ClusterClient[] = [];
+const raw: RawChaosClient[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -35,6 +39,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
+  await Promise.all(raw.map((c) => c.close()));
   await proxy?.close();
   for (const i of instances) await i.stop('SIGKILL');
   instances = [];
@@ -54,12 +59,15 @@ interface Outcome {
 describe('Redis commands failing at random', () => {
   it(`${CLIENTS} clients × ${ROUNDS} calls with ${FAIL_RATE * 100}% of commands failed: each step once and in order or a clear error, no 500`, async () => {
     for (let i = 0; i < CLIENTS; i++) clients.push(await connectClient(proxy.url, `c${i}`));
+    for (let i = 0; i < RAW_CLIENTS; i++) raw.push(await RawChaosClient.open(proxy.url, `raw${i}`));
     const sessions = clients.map((c) => c.sessionId);
     const from = proxy.log.length;
     faults.failRate = FAIL_RATE;
     const outcomes: Outcome[] = [];
-    await Promise.all(
-      clients.map(async (c, i) => {
+    const seed = seedFor('command faults');
+    await Promise.all([
+      ...raw.map((c, i) => c.run({ ...TASK, calls: ROUNDS, seed: seed + i })),
+      ...clients.map(async (c, i) => {
         for (let round = 0; round < ROUNDS; round++) {
           // Idle gaps of different lengths between calls.
           await new Promise((resolve) => setTimeout(resolve, 50 + ((i * 37 + round * 101) % 400)));
@@ -73,7 +81,7 @@ describe('Redis commands failing at random', () => {
           outcomes.push(outcome);
         }
       }),
-    );
+    ]);
     faults.failRate = 0;
     const failedCommands = [...faults.failed.entries()].map(([n, k]) => `${n} ${k}`).join(', ');
     const seenCommands = [...faults.seen.values()].reduce((a, b) => a + b, 0);
@@ -85,9 +93,19 @@ describe('Redis commands failing at random', () => {
       `[command faults] ${outcomes.length} calls: ${ok} completed, ${outcomes.length - ok} ended with an error; ` +
         `${seenCommands} Redis commands, failed: ${failedCommands}; HTTP statuses: ${[...statuses].map(([s, n]) => `${s}×${n}`).join(' ')}`,
     );
-    for (const o of outcomes.filter((x) => x.error))
+    for (const o of outcomes.filter((x) => x.error)) {
       console.log(`  ${o.client} round ${o.round}: ${o.error} after steps ${o.steps.join(',')}`);
+      const session = clients.find((c) => c.name === o.client)!.sessionId;
+      for (const r of requests.filter((x) => x.sessionId === session && x.status !== 200 && x.status !== 202))
+        console.log(`    ${r.method} ${r.kind} ${r.lastEventId ?? ''} → ${r.status} on node-${r.backend}${r.error ? ` (${r.error})` : ''}`);
+    }
+    // Every call ends with its result or an error the server sent: a client that waited for its
+    // own request timeout was left hanging (the server lost track of its call, or refused the
+    // client's resumes until the SDK gave up on them).
+    expect(outcomes.filter((o) => /timed out/i.test(o.error ?? '')).map((o) => `${o.client} round ${o.round}: ${o.error}`)).toEqual([]);
 
+    console.log(`[command faults] ${describeRawChaos(raw)}`);
+    auditRawChaos(raw, TASK.steps);
     // Never a partial replay: a call that completed heard every step once, in order; one that
     // failed heard a prefix of them, never a gap or a repeat.
     for (const o of outcomes) {

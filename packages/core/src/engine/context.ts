@@ -12,6 +12,7 @@ import { Relays } from '../remote/relays.js';
 import { SessionRegistry } from '../session/registry.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
+import { brieflyRetried } from '../util/retry.js';
 
 /** Version assumed when a client sends no `MCP-Protocol-Version` (what the spec prescribes). */
 const DEFAULT_NEGOTIATED_VERSION = '2025-03-26';
@@ -83,7 +84,8 @@ export class EngineContext {
     const started = telemetry.on ? performance.now() : 0;
     let ok = false;
     try {
-      const result = await this.options.eventStore.replayAfter(sessionId, streamId, afterSeq);
+      const store = this.options.eventStore;
+      const result = await brieflyRetried(() => store.replayAfter(sessionId, streamId, afterSeq));
       ok = true;
       return result;
     } catch (error) {

@@ -3,6 +3,7 @@ import { checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import type { SessionOwner, TakeOver } from '../ports/cluster.js';
 import type { CoreRequest } from '../ports/http.js';
 import { asError } from '../util/errors.js';
+import { brieflyRetried } from '../util/retry.js';
 import type { EngineContext } from '../engine/context.js';
 import { rejected, type SessionResolution } from '../engine/resolve.js';
 import { answerLostCalls } from './lost.js';
@@ -21,7 +22,7 @@ export async function locate(ctx: EngineContext, req: CoreRequest, sessionId: st
   const principal = principalOf(req.authInfo);
   let owner: SessionOwner | undefined;
   try {
-    owner = await cluster.lookupOwner(sessionId);
+    owner = await brieflyRetried(() => cluster.lookupOwner(sessionId));
   } catch (error) {
     ctx.options.onError(asError(error, 'cluster lookupOwner failed'));
     return rejected(unavailable('the session directory'));

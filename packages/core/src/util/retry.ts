@@ -29,3 +29,25 @@ export async function retried(attempt: () => unknown, error: unknown): Promise<u
   }
   return last;
 }
+
+/**
+ * Pauses before each new try of a store operation a waiting request depends on (a replay, an
+ * owner lookup, a stream's registration). It is tried again at once and twice more within ~150 ms
+ * before the request is answered 503: an SDK v1 client gives a failed resume only two more tries
+ * before it stops listening and waits for its request timeout, so a one-command blip must not
+ * reach it (issue 20: a call under random command failures hung that way).
+ */
+const BRIEF_RETRIES_MS = [0, 50, 100];
+
+/** Runs `op` until it succeeds, or throws its last error once the tries run out. Idempotent operations only. */
+export async function brieflyRetried<T>(op: () => T | Promise<T>): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await op();
+    } catch (error) {
+      const pauseMs = BRIEF_RETRIES_MS[i];
+      if (pauseMs === undefined) throw error;
+      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
+  }
+}
