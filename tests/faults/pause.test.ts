@@ -13,6 +13,8 @@ import { instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '
 import { freePort, startRedis, type TestRedis } from '../support/redis.js';
 import { startRespFaultProxy, type RespFaultProxy } from '../support/resp-faults.js';
 import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '../cluster/clients.js';
+import { seedFor } from '../reliability/random.js';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
 
 const HEARTBEAT_MS = 300;
 const WINDOW_MS = 3 * HEARTBEAT_MS;
@@ -26,11 +28,14 @@ let faults: RespFaultProxy | undefined;
 let instances: Instance[] = [];
 let proxy: RoundRobinProxy | undefined;
 let clients: ClusterClient[] = [];
+let raw: RawChaosClient[] = [];
 
 afterEach(async () => {
   for (const i of instances) if (i.alive) process.kill(i.pid, 'SIGCONT');
   await Promise.all(clients.map((c) => c.close()));
   clients = [];
+  await Promise.all(raw.map((c) => c.close()));
+  raw = [];
   await proxy?.close();
   for (const i of instances) await i.stop('SIGKILL');
   instances = [];
@@ -62,8 +67,18 @@ describe.each([
         owners.set(c, inst.name);
       }
     }
+    // Beside them, one raw chaos client per instance: two calls each, its own cuts and resumes.
+    const rawOwners = new Map<string, string>();
+    for (const [index, inst] of instances.entries()) {
+      proxy.steer('initialize', index);
+      const c = await RawChaosClient.open(proxy.url, `raw-${inst.name}`);
+      raw.push(c);
+      rawOwners.set(c.name, inst.name);
+    }
     const stricken = instances[1]!;
     const from = proxy.log.length;
+    const seed = seedFor(partition ? 'partition' : 'pause');
+    const rawRuns = raw.map((c, i) => c.run({ ...TASK, calls: 2, seed: seed + i }));
     const calls = clients.map((c) =>
       c.callLongTask(TASK, { timeoutMs: 30_000 }).then(
         (r) => ({ ok: r }),
@@ -83,6 +98,7 @@ describe.each([
     else process.kill(stricken.pid, 'SIGCONT');
     proxy.setDown(1, false);
     const outcomes = await Promise.all(calls);
+    await Promise.all(rawRuns);
     const statuses = new Map<number, number>();
     for (const r of proxy.log.slice(from)) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
     const lost = outcomes.filter((o) => 'error' in o).length;
@@ -102,6 +118,8 @@ describe.each([
         expect(c.steps, c.name).toEqual(oneTo(c.steps.length));
       }
     }
+    console.log(`[${partition ? 'partition' : 'pause'}] ${describeRawChaos(raw)}`);
+    auditRawChaos(raw, TASK.steps, (client) => rawOwners.get(client) === stricken.name);
     expect([...statuses.keys()].filter((st) => st >= 500 && st !== 502 && st !== 503)).toEqual([]);
     // Every session takes another call, served by one owner.
     for (const c of clients) {

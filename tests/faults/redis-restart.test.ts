@@ -10,19 +10,25 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startCluster, type TestCluster } from '../support/cluster.js';
 import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '../cluster/clients.js';
+import { seedFor } from '../reliability/random.js';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
 
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
 // pnpm test:chaos (LONG=1) runs 10× the clients.
 const CLIENTS = process.env.LONG === '1' ? 90 : 9;
+const RAW_CLIENTS = process.env.LONG === '1' ? 30 : 3;
 const LONG: LongTask = { steps: 30, intervalMs: 100, closeEvery: 5, retryMs: 1_500 };
 
 let cluster: TestCluster | undefined;
 let clients: ClusterClient[] = [];
+let raw: RawChaosClient[] = [];
 let dir: string | undefined;
 
 afterEach(async () => {
   await Promise.all(clients.map((c) => c.close()));
   clients = [];
+  await Promise.all(raw.map((c) => c.close()));
+  raw = [];
   await cluster?.close();
   cluster = undefined;
   if (dir) rmSync(dir, { recursive: true, force: true });
@@ -37,6 +43,10 @@ describe.each([
     if (aof) dir = mkdtempSync(join(tmpdir(), 'mcp-kit-aof-'));
     cluster = await startCluster(3, ENV, 'express-example', dir ? { aofDir: dir } : {});
     for (let i = 0; i < CLIENTS; i++) clients.push(await connectClient(cluster.proxy.url, `c${i}`));
+    for (let i = 0; i < RAW_CLIENTS; i++) raw.push(await RawChaosClient.open(cluster.proxy.url, `raw${i}`));
+    const seed = seedFor(`redis restarted ${aof ? 'with AOF' : 'empty'}`);
+    // Raw chaos clients beside them: two calls each, cutting and resuming on their own.
+    const rawRuns = raw.map((c, i) => c.run({ ...LONG, calls: 2, seed: seed + i }));
     const calls = clients.map((c) => c.callLongTask(LONG, { timeoutMs: 30_000 }));
     // Every client has just been sent away after step 10 (closeEvery 5) for 1.5 s: the restart
     // lands while the calls keep storing events their clients have not read yet.
@@ -47,6 +57,7 @@ describe.each([
     await cluster.redis.stop();
     await cluster.redis.start();
     const results = await Promise.allSettled(calls);
+    await Promise.all(rawRuns);
     const requests = cluster.proxy.log.slice(from);
     const statuses = new Map<number, number>();
     for (const r of requests) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
@@ -68,6 +79,8 @@ describe.each([
         expect(c.steps, c.name).toEqual(oneTo(c.steps.length));
       }
     }
+    console.log(`[redis restarted ${aof ? 'with AOF' : 'empty'}] ${describeRawChaos(raw)}`);
+    auditRawChaos(raw, LONG.steps, () => !aof);
     expect([...statuses.keys()].filter((st) => st >= 500 && st !== 502 && st !== 503)).toEqual([]);
     // No live session got a 404.
     expect(requests.filter((r) => r.status === 404)).toEqual([]);

@@ -24,11 +24,17 @@ export async function resume(
 ): Promise<void> {
   const cursor = parseEventId(lastEventId);
   if (!cursor) return sendRejection(res, malformedCursor(lastEventId));
-  const replayedFrames = await ctx.replay(session.sessionId as string, cursor.streamId, cursor.seq);
+  let replayedFrames = await ctx.replay(session.sessionId as string, cursor.streamId, cursor.seq);
   if (replayedFrames === undefined) return sendRejection(res, unavailable('the event store'));
+  if (!replayedFrames.ok && !replayedFrames.final && !session.activeStream(cursor.streamId)) {
+    // The call may have ended while the store was read: its final frame is stored by now.
+    replayedFrames = await ctx.replay(session.sessionId as string, cursor.streamId, cursor.seq);
+    if (replayedFrames === undefined) return sendRejection(res, unavailable('the event store'));
+  }
   if (!replayedFrames.ok) {
     const running = session.activeStream(cursor.streamId);
     if (running?.kind === 'request' && running.pending.size > 0) return endLostCall(ctx, res, session, running);
+    if (running?.kind === 'standalone' && replayedFrames.reason === 'unknown') return resumeFromNow(ctx, res, session, running, polling);
     if (replayedFrames.final) return answerLostEvents(ctx, res, session.sessionId as string, requestIdsOf(replayedFrames.final));
     return refuseCursor(ctx, res, session.sessionId as string, cursor.streamId, replayedFrames.reason);
   }
@@ -111,6 +117,23 @@ function endLostCall(ctx: EngineContext, res: CoreResponder, session: Session, s
   const ids = [...stream.pending];
   cancelRequests(session, ids, LOST_EVENTS.message);
   answerLostEvents(ctx, res, session.sessionId as string, ids);
+}
+
+/**
+ * The client comes back to the session's standalone stream, which lives here, but the store no
+ * longer knows it (Redis restarted empty): what it missed can never be replayed. A 404 would tell
+ * the client its session is gone, and it is not: the stream goes on from now on this connection,
+ * primed with the current cursor (what was lost carried no request's answer: those go on request
+ * streams, and a lost one ends its call with an error, see endLostCall).
+ */
+function resumeFromNow(ctx: EngineContext, res: CoreResponder, session: Session, stream: Stream, polling: boolean): void {
+  ctx.options.onError(new Error("the event store lost the session's standalone stream; the client follows it from now"));
+  const conn = session.newConnection(res);
+  if (polling) {
+    conn.pace = stream.retryMs ?? ctx.options.retryMs;
+    conn.write(primingEvent(eventId(stream.id, stream.seq), conn.pace));
+  }
+  session.follow(stream, conn, stream.seq);
 }
 
 /** Answers `ids` with {@link LOST_EVENTS} on an SSE stream that ends at once (nothing to resume). */
