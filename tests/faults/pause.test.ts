@@ -20,6 +20,7 @@ const HEARTBEAT_MS = 300;
 const WINDOW_MS = 3 * HEARTBEAT_MS;
 // pnpm test:chaos (LONG=1) runs 10× the clients.
 const PER_INSTANCE = process.env.LONG === '1' ? 30 : 3;
+const RAW_PER_INSTANCE = process.env.LONG === '1' ? 10 : 1;
 const TASK: LongTask = { steps: 24, intervalMs: 100, closeEvery: 4, retryMs: 150 };
 const ENV = { HEARTBEAT_MS: String(HEARTBEAT_MS), RETRY_MS: '150', DRAIN_MS: '10000' };
 
@@ -67,13 +68,15 @@ describe.each([
         owners.set(c, inst.name);
       }
     }
-    // Beside them, one raw chaos client per instance: two calls each, its own cuts and resumes.
+    // Beside them, raw chaos clients on every instance: two calls each, their own cuts and resumes.
     const rawOwners = new Map<string, string>();
     for (const [index, inst] of instances.entries()) {
-      proxy.steer('initialize', index);
-      const c = await RawChaosClient.open(proxy.url, `raw-${inst.name}`);
-      raw.push(c);
-      rawOwners.set(c.name, inst.name);
+      for (let n = 0; n < RAW_PER_INSTANCE; n++) {
+        proxy.steer('initialize', index);
+        const c = await RawChaosClient.open(proxy.url, `raw-${inst.name}-${n}`);
+        raw.push(c);
+        rawOwners.set(c.name, inst.name);
+      }
     }
     const stricken = instances[1]!;
     const from = proxy.log.length;

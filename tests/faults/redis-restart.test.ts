@@ -56,6 +56,7 @@ describe.each([
     const from = cluster.proxy.log.length;
     await cluster.redis.stop();
     await cluster.redis.start();
+    const restartedAt = Date.now();
     const results = await Promise.allSettled(calls);
     await Promise.all(rawRuns);
     const requests = cluster.proxy.log.slice(from);
@@ -66,6 +67,17 @@ describe.each([
       `[redis restarted ${aof ? 'with AOF' : 'empty'}] ${CLIENTS} calls: ${CLIENTS - lost} completed, ${lost} ended with the lost-events error; ` +
         `HTTP statuses after the restart: ${[...statuses].map(([st, n]) => `${st}×${n}`).join(' ')}`,
     );
+    // A call that ended any other way: its session's requests since the restart, to see why.
+    for (const [i, r] of results.entries()) {
+      if (r.status === 'rejected' && !String(r.reason).includes('the event store lost this request')) {
+        const session = clients[i]!.sessionId;
+        console.log(`  ${clients[i]!.name}: ${String(r.reason)} after steps ${clients[i]!.steps.join(',')}`);
+        for (const q of requests.filter((x) => x.sessionId === session))
+          console.log(
+            `    ${q.at - restartedAt} ms ${q.method} ${q.kind} ${q.lastEventId ?? ''} → ${q.status} on node-${q.backend} (${q.servedBy})`,
+          );
+      }
+    }
     for (const [i, r] of results.entries()) {
       const c = clients[i]!;
       if (r.status === 'fulfilled') {

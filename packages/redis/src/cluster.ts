@@ -194,6 +194,8 @@ export class RedisSessionCluster implements SessionCluster {
   private beatSentAt = Date.now();
   /** Redis' data generation this instance last saw (`<prefix>generation`): a new one means Redis lost its data. */
   private generation: string | undefined;
+  /** When this instance found Redis' data lost (a new generation), if it ever did. */
+  private dataLostAt: number | undefined;
   private closed = false;
 
   constructor(options: RedisSessionClusterOptions & { /** @internal */ ownsClient?: boolean }) {
@@ -290,7 +292,13 @@ export class RedisSessionCluster implements SessionCluster {
       this.instanceKey(''),
       this.ownerTtlMs,
     ])) as [number, string?];
-    if (reply[0] === 0) return undefined;
+    if (reply[0] === 0) {
+      // No record at all: gone, unless Redis just lost its data and the owner has not beaten since
+      // (a 503 its client retries, never a 404 for a session that lives).
+      if (await this.dataJustLost())
+        throw new Error('Redis lost its data moments ago: the session may live on an instance that has not written its records back yet');
+      return undefined;
+    }
     if (reply[0] === 1) return { forbidden: true };
     if (reply[0] === 3) {
       const owner = JSON.parse(reply[1]!) as OwnerRecord;
@@ -472,8 +480,21 @@ export class RedisSessionCluster implements SessionCluster {
       current = await this.client.get(key);
     }
     const lost = this.generation === undefined || current !== this.generation;
+    if (lost && this.generation !== undefined) this.dataLostAt = Date.now();
     this.generation = current ?? undefined;
     return lost;
+  }
+
+  /**
+   * Whether Redis lost its data moments ago: its generation key is missing (nobody has beaten
+   * since) or new to this instance, or this instance found it new less than three heartbeats ago.
+   * Live owners write their records back at their next beat; until then a session with no record
+   * may still be alive.
+   */
+  private async dataJustLost(): Promise<boolean> {
+    const current = await this.client.get(`${this.prefix}generation`);
+    if (current === null || (this.generation !== undefined && current !== this.generation)) return true;
+    return this.dataLostAt !== undefined && Date.now() - this.dataLostAt < this.heartbeatMs * 3;
   }
 
   /** Another instance owns the session now: forget it here and tell the engine, which drops its copy. */

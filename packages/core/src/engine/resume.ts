@@ -35,7 +35,18 @@ export async function resume(
     const running = session.activeStream(cursor.streamId);
     if (running?.kind === 'request' && running.pending.size > 0) return endLostCall(ctx, res, session, running);
     if (running?.kind === 'standalone' && replayedFrames.reason === 'unknown') return resumeFromNow(ctx, res, session, running, polling);
-    if (replayedFrames.final) return answerLostEvents(ctx, res, session.sessionId as string, requestIdsOf(replayedFrames.final));
+    if (replayedFrames.final) return answerLostFinal(ctx, res, session.sessionId as string, replayedFrames.final);
+    // Answered here while its client was away, then lost by the store (Redis restarted empty): the
+    // client hears that once, with its own cursor as the event id, and 204 when it comes back.
+    const awaited = session.routes.answersAwaited(cursor.streamId);
+    if (awaited && awaited.ids.length > 0) {
+      if (awaited.told) {
+        session.routes.fetched(cursor.streamId);
+        return res.send(204, {}, undefined);
+      }
+      awaited.told = true;
+      return answerLostEvents(ctx, res, session.sessionId as string, awaited.ids, lastEventId);
+    }
     return refuseCursor(ctx, res, session.sessionId as string, cursor.streamId, replayedFrames.reason);
   }
   if (nothingLeft(replayedFrames) && !session.activeStream(cursor.streamId)) {
@@ -110,13 +121,21 @@ export const LOST_EVENTS = {
  * The client comes back for a call that still runs here, but the store no longer has what it
  * missed (Redis restarted empty, or evicted the stream): the rest can never reach it in order.
  * Rather than a 410 that an SDK client answers by waiting for its request timeout, the call ends
- * now, for the client with an error naming why, and on the server as a cancel (the tool is
- * aborted through its signal).
+ * now: each of its requests is answered on its own stream with an error naming why (stored as the
+ * stream's final frame, and written to this connection), then cancelled (the tool is aborted
+ * through its signal). The answer carries an event id: SDK v1 takes only a result as the end of a
+ * resumed stream and comes back after an error, and with that id it hears 204 (nothing left)
+ * instead of opening a second standalone stream without one.
  */
 function endLostCall(ctx: EngineContext, res: CoreResponder, session: Session, stream: Stream): void {
   const ids = [...stream.pending];
+  ctx.options.onError(
+    new Error(`the event store lost events of ${ids.length} request(s) before their client read them; answered with an error`),
+  );
+  const conn = session.newConnection(res);
+  session.follow(stream, conn, stream.seq);
+  for (const id of ids) void session.send({ jsonrpc: '2.0', id, error: LOST_EVENTS });
   cancelRequests(session, ids, LOST_EVENTS.message);
-  answerLostEvents(ctx, res, session.sessionId as string, ids);
 }
 
 /**
@@ -136,15 +155,37 @@ function resumeFromNow(ctx: EngineContext, res: CoreResponder, session: Session,
   session.follow(stream, conn, stream.seq);
 }
 
-/** Answers `ids` with {@link LOST_EVENTS} on an SSE stream that ends at once (nothing to resume). */
-export function answerLostEvents(ctx: EngineContext, res: CoreResponder, sessionId: string, ids: RequestId[]): void {
+/** Answers `ids` with {@link LOST_EVENTS} on an SSE stream that ends at once, the last one with event id `lastId`. */
+export function answerLostEvents(
+  ctx: EngineContext,
+  res: CoreResponder,
+  sessionId: string,
+  ids: RequestId[],
+  lastId: string | undefined,
+): void {
   if (ids.length === 0) return sendRejection(res, replayRejection('evicted'));
   ctx.options.onError(
     new Error(`the event store lost events of ${ids.length} request(s) before their client read them; answered with an error`),
   );
   const sink = res.stream({ ...SSE_HEADERS, 'mcp-session-id': sessionId });
-  for (const id of ids) sink.write(messageEvent(undefined, JSON.stringify({ jsonrpc: '2.0', id, error: LOST_EVENTS })));
+  for (const [i, id] of ids.entries()) {
+    sink.write(messageEvent(i === ids.length - 1 ? lastId : undefined, JSON.stringify({ jsonrpc: '2.0', id, error: LOST_EVENTS })));
+  }
   sink.end();
+}
+
+/**
+ * The store kept a stream's final frame but lost frames before it: the requests it answered get
+ * {@link LOST_EVENTS}, the last with the final frame's event id, so a client that comes back after
+ * an error (SDK v1 takes only a result as the end of a resumed stream) resumes past the end: 204.
+ */
+export function answerLostFinal(ctx: EngineContext, res: CoreResponder, sessionId: string, final: string): void {
+  const lastId = final
+    .split('\n')
+    .find((line) => line.startsWith('id:'))
+    ?.slice(3)
+    .trim();
+  answerLostEvents(ctx, res, sessionId, requestIdsOf(final), lastId);
 }
 
 /** The id a stored final frame answers (its `data:` line is a JSON-RPC response). */

@@ -7,7 +7,7 @@ import { SseConnection } from '../streams/connection.js';
 import { primingEvent, SSE_HEADERS } from '../streams/frames.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
-import { answerLostEvents, nothingLeft, requestIdsOf } from '../engine/resume.js';
+import { answerLostFinal, nothingLeft } from '../engine/resume.js';
 import { replayed, watchConnection } from '../telemetry/watch.js';
 
 /**
@@ -101,7 +101,7 @@ export async function followRemote(
   const { eventStore: store, maxBufferedBytes, maxStreamDurationMs } = ctx.options;
   const result = await ctx.replay(remote.sessionId, cursor.streamId, cursor.seq);
   if (result === undefined) return sendRejection(res, unavailable('the event store'));
-  if (!result.ok && result.final) return answerLostEvents(ctx, res, remote.sessionId, requestIdsOf(result.final));
+  if (!result.ok && result.final) return answerLostFinal(ctx, res, remote.sessionId, result.final);
   if (!result.ok) return 'refused';
   if (nothingLeft(result)) return res.send(204, {}, undefined);
   // The pace the tool last set (closeSSEStream), where the store keeps it; else the handler's.

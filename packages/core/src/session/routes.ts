@@ -11,12 +11,20 @@ export function expectedBack(now: number, pollIntervalMs: number): number {
  * request whose answer is due on it (the SDK names one in `relatedRequestId`), and the standalone
  * GET stream, which carries what belongs to no request.
  */
+/** A stream answered while its client was away (polling): until when it is expected back, and for what. */
+export interface AwaitedAnswers {
+  until: number;
+  ids: RequestId[];
+  /** Its client already heard that the store lost them. */
+  told: boolean;
+}
+
 export class StreamRoutes {
   standalone: Stream | undefined;
   private readonly byId = new Map<string, Stream>();
   private readonly byRequest = new Map<RequestId, Stream>();
   /** Streams answered while their client was away (polling), until when it is expected back for the answer. */
-  private readonly awaited = new Map<string, number>();
+  private readonly awaited = new Map<string, AwaitedAnswers>();
   /** When the server last closed streams that completed while their client was away (telemetry). */
   private readonly closedWhileAway = new Map<string, number>();
   /** Streams whose calls may outlive their response (serverless, issue 21): what lets each go. */
@@ -56,6 +64,7 @@ export class StreamRoutes {
   answer(stream: Stream, id: RequestId): boolean {
     if (!stream.pending.delete(id)) return false;
     this.byRequest.delete(id);
+    if (!stream.connection) (stream.answeredAway ??= []).push(id);
     return stream.kind === 'request' && stream.pending.size === 0;
   }
 
@@ -75,7 +84,12 @@ export class StreamRoutes {
   complete(stream: Stream, retryMs: number): void {
     this.letLive(stream);
     this.byId.delete(stream.id);
-    if (stream.polling && !stream.connection) this.awaited.set(stream.id, expectedBack(Date.now(), stream.retryMs ?? retryMs));
+    if (stream.polling && !stream.connection)
+      this.awaited.set(stream.id, {
+        until: expectedBack(Date.now(), stream.retryMs ?? retryMs),
+        ids: stream.answeredAway ?? [],
+        told: false,
+      });
     if (stream.closedAt === undefined) return;
     // The client's last poll comes after this: keep when it was sent away (a few, oldest out).
     this.closedWhileAway.set(stream.id, stream.closedAt);
@@ -89,8 +103,16 @@ export class StreamRoutes {
 
   /** Whether an answer written while its client was away is still expected to be fetched. */
   awaiting(now: number): boolean {
-    for (const [id, until] of this.awaited) if (until < now) this.awaited.delete(id);
+    for (const [id, { until }] of this.awaited) if (until < now) this.awaited.delete(id);
     return this.awaited.size > 0;
+  }
+
+  /**
+   * The answers a finished stream got while its client was away, until the client reads them (or
+   * is overdue): what its client must hear if the store lost them.
+   */
+  answersAwaited(streamId: string): AwaitedAnswers | undefined {
+    return this.awaited.get(streamId);
   }
 
   /** How long the client of `streamId` stayed away since the server closed its connection (once per close). */

@@ -10,7 +10,6 @@ import { watchConnection } from '../telemetry/watch.js';
 import { Stream, type JsonReply } from '../streams/stream.js';
 import { messageExtra, requestInfoOf, type Inbound } from '../sdk/extra.js';
 import { asError } from '../util/errors.js';
-import { brieflyRetried } from '../util/retry.js';
 import { StreamRoutes } from './routes.js';
 import { SessionServer } from './server.js';
 
@@ -160,22 +159,17 @@ export class Session implements Transport {
    */
   openStream(stream: Stream, res: CoreResponder, register: boolean): boolean | Promise<boolean> {
     if (register) {
-      const store = this.options.eventStore;
-      const create = () => store.createStream(stream.key, stream.kind === 'request' ? stream.pending : undefined);
       let created: void | Promise<void>;
       try {
-        created = create();
+        created = stream.register(this.options.eventStore);
       } catch (error) {
         return this.neverOpened(stream, res, error);
       }
       if (created !== undefined) {
-        // An asynchronous store that failed gets a few more tries (registering is idempotent).
-        return Promise.resolve(created)
-          .catch(() => brieflyRetried(create))
-          .then(
-            () => (this.closed ? this.neverOpened(stream, res) : this.putOnWire(stream, res)),
-            (error: unknown) => this.neverOpened(stream, res, error),
-          );
+        return created.then(
+          () => (this.closed ? this.neverOpened(stream, res) : this.putOnWire(stream, res)),
+          (error: unknown) => this.neverOpened(stream, res, error),
+        );
       }
     }
     return this.putOnWire(stream, res);

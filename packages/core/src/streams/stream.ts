@@ -4,7 +4,7 @@ import type { EventStore, StreamKey } from '../ports/event-store.js';
 import type { CloseReason } from '../telemetry/events.js';
 import type { TelemetryHub } from '../telemetry/hub.js';
 import { asError } from '../util/errors.js';
-import { failureOf, retried } from '../util/retry.js';
+import { brieflyRetried, failureOf, retried } from '../util/retry.js';
 import type { SseConnection } from './connection.js';
 import { messageEvent, primingEvent } from './frames.js';
 
@@ -32,6 +32,8 @@ export class Stream {
   retryMs: number | undefined;
   /** When the server last let go of the client's connection (closeSSEStream). */
   closedAt: number | undefined;
+  /** Requests answered on it while no connection was attached: the client reads them from the store. */
+  answeredAway: RequestId[] | undefined;
   /** The store's key for this stream. */
   readonly key: StreamKey;
   /** JSON-response mode only. */
@@ -56,6 +58,16 @@ export class Stream {
   ) {
     this.key = { sessionId: sessionId as string, streamId: id };
     this.json = json;
+  }
+
+  /**
+   * Registers the stream with the store (with the requests it answers). An asynchronous store that
+   * failed gets a few more tries before the request is refused: registering is idempotent.
+   */
+  register(store: EventStore): void | Promise<void> {
+    const create = () => store.createStream(this.key, this.kind === 'request' ? this.pending : undefined);
+    const created = create();
+    return created === undefined ? undefined : Promise.resolve(created).catch(() => brieflyRetried(create));
   }
 
   /** Whether a store write is still on its way (an asynchronous store). */
