@@ -37,15 +37,15 @@ export async function resume(
     if (running?.kind === 'standalone' && replayedFrames.reason === 'unknown') return resumeFromNow(ctx, res, session, running, polling);
     if (replayedFrames.final) return answerLostFinal(ctx, res, session.sessionId as string, replayedFrames.final);
     // Answered here while its client was away, then lost by the store (Redis restarted empty): the
-    // client hears that once, with its own cursor as the event id, and 204 when it comes back.
+    // client hears that under the stream's next event id, and 204 when it comes back from there.
     const awaited = session.routes.answersAwaited(cursor.streamId);
     if (awaited && awaited.ids.length > 0) {
-      if (awaited.told) {
+      if (awaited.toldAt === cursor.seq) {
         session.routes.fetched(cursor.streamId);
         return res.send(204, {}, undefined);
       }
-      awaited.told = true;
-      return answerLostEvents(ctx, res, session.sessionId as string, awaited.ids, lastEventId);
+      awaited.toldAt = cursor.seq + 1;
+      return answerLostEvents(ctx, res, session.sessionId as string, awaited.ids, eventId(cursor.streamId, awaited.toldAt));
     }
     return refuseCursor(ctx, res, session.sessionId as string, cursor.streamId, replayedFrames.reason);
   }

@@ -15,8 +15,8 @@ export function expectedBack(now: number, pollIntervalMs: number): number {
 export interface AwaitedAnswers {
   until: number;
   ids: RequestId[];
-  /** Its client already heard that the store lost them. */
-  told: boolean;
+  /** The event id (sequence) under which its client was told the store lost them. */
+  toldAt: number | undefined;
 }
 
 export class StreamRoutes {
@@ -88,7 +88,7 @@ export class StreamRoutes {
       this.awaited.set(stream.id, {
         until: expectedBack(Date.now(), stream.retryMs ?? retryMs),
         ids: stream.answeredAway ?? [],
-        told: false,
+        toldAt: undefined,
       });
     if (stream.closedAt === undefined) return;
     // The client's last poll comes after this: keep when it was sent away (a few, oldest out).
