@@ -85,7 +85,9 @@ export class EngineContext {
     let ok = false;
     try {
       const store = this.options.eventStore;
-      const result = await brieflyRetried(() => store.replayAfter(sessionId, streamId, afterSeq));
+      const result = await Promise.resolve(store.replayAfter(sessionId, streamId, afterSeq)).catch(() =>
+        brieflyRetried(() => store.replayAfter(sessionId, streamId, afterSeq)),
+      );
       ok = true;
       return result;
     } catch (error) {

@@ -129,9 +129,7 @@ export const LOST_EVENTS = {
  */
 function endLostCall(ctx: EngineContext, res: CoreResponder, session: Session, stream: Stream): void {
   const ids = [...stream.pending];
-  ctx.options.onError(
-    new Error(`the event store lost events of ${ids.length} request(s) before their client read them; answered with an error`),
-  );
+  reportLostEvents(ctx, ids.length);
   const conn = session.newConnection(res);
   session.follow(stream, conn, stream.seq);
   for (const id of ids) void session.send({ jsonrpc: '2.0', id, error: LOST_EVENTS });
@@ -155,6 +153,12 @@ function resumeFromNow(ctx: EngineContext, res: CoreResponder, session: Session,
   session.follow(stream, conn, stream.seq);
 }
 
+function reportLostEvents(ctx: EngineContext, requests: number): void {
+  ctx.options.onError(
+    new Error(`the event store lost events of ${requests} request(s) before their client read them; answered with an error`),
+  );
+}
+
 /** Answers `ids` with {@link LOST_EVENTS} on an SSE stream that ends at once, the last one with event id `lastId`. */
 export function answerLostEvents(
   ctx: EngineContext,
@@ -164,9 +168,7 @@ export function answerLostEvents(
   lastId: string | undefined,
 ): void {
   if (ids.length === 0) return sendRejection(res, replayRejection('evicted'));
-  ctx.options.onError(
-    new Error(`the event store lost events of ${ids.length} request(s) before their client read them; answered with an error`),
-  );
+  reportLostEvents(ctx, ids.length);
   const sink = res.stream({ ...SSE_HEADERS, 'mcp-session-id': sessionId });
   for (const [i, id] of ids.entries()) {
     sink.write(messageEvent(i === ids.length - 1 ? lastId : undefined, JSON.stringify({ jsonrpc: '2.0', id, error: LOST_EVENTS })));
@@ -180,23 +182,25 @@ export function answerLostEvents(
  * an error (SDK v1 takes only a result as the end of a resumed stream) resumes past the end: 204.
  */
 export function answerLostFinal(ctx: EngineContext, res: CoreResponder, sessionId: string, final: string): void {
-  const lastId = final
-    .split('\n')
-    .find((line) => line.startsWith('id:'))
-    ?.slice(3)
-    .trim();
-  answerLostEvents(ctx, res, sessionId, requestIdsOf(final), lastId);
+  answerLostEvents(ctx, res, sessionId, requestIdsOf(final), fieldOf(final, 'id')?.trim());
 }
 
 /** The id a stored final frame answers (its `data:` line is a JSON-RPC response). */
 export function requestIdsOf(frame: string): RequestId[] {
-  const data = frame.split('\n').find((line) => line.startsWith('data:'));
   try {
-    const id = (JSON.parse(data?.slice(5) ?? 'null') as { id?: unknown } | null)?.id;
+    const id = (JSON.parse(fieldOf(frame, 'data') ?? 'null') as { id?: unknown } | null)?.id;
     return typeof id === 'string' || typeof id === 'number' ? [id] : [];
   } catch {
     return [];
   }
+}
+
+/** The value of a stored frame's first `name:` line. */
+function fieldOf(frame: string, name: 'id' | 'data'): string | undefined {
+  return frame
+    .split('\n')
+    .find((line) => line.startsWith(`${name}:`))
+    ?.slice(name.length + 1);
 }
 
 /** A cursor the store cannot replay from: 410 when evicted (reported), 404 when unknown. */

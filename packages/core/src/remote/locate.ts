@@ -22,7 +22,7 @@ export async function locate(ctx: EngineContext, req: CoreRequest, sessionId: st
   const principal = principalOf(req.authInfo);
   let owner: SessionOwner | undefined;
   try {
-    owner = await brieflyRetried(() => cluster.lookupOwner(sessionId));
+    owner = await cluster.lookupOwner(sessionId).catch(() => brieflyRetried(() => cluster.lookupOwner(sessionId)));
   } catch (error) {
     ctx.options.onError(asError(error, 'cluster lookupOwner failed'));
     return rejected(unavailable('the session directory'));

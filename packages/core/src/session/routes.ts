@@ -6,11 +6,6 @@ export function expectedBack(now: number, pollIntervalMs: number): number {
   return now + 10 * pollIntervalMs + 30_000;
 }
 
-/**
- * Which stream carries what, in one session: its open streams by id (a resume names one), by the
- * request whose answer is due on it (the SDK names one in `relatedRequestId`), and the standalone
- * GET stream, which carries what belongs to no request.
- */
 /** A stream answered while its client was away (polling): until when it is expected back, and for what. */
 export interface AwaitedAnswers {
   until: number;
@@ -19,6 +14,11 @@ export interface AwaitedAnswers {
   toldAt: number | undefined;
 }
 
+/**
+ * Which stream carries what, in one session: its open streams by id (a resume names one), by the
+ * request whose answer is due on it (the SDK names one in `relatedRequestId`), and the standalone
+ * GET stream, which carries what belongs to no request.
+ */
 export class StreamRoutes {
   standalone: Stream | undefined;
   private readonly byId = new Map<string, Stream>();

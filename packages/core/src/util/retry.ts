@@ -39,15 +39,14 @@ export async function retried(attempt: () => unknown, error: unknown): Promise<u
  */
 const BRIEF_RETRIES_MS = [0, 50, 100];
 
-/** Runs `op` until it succeeds, or throws its last error once the tries run out. Idempotent operations only. */
+/** After `op` failed once: runs it again until it succeeds, or throws its last error once the tries run out. Idempotent operations only. */
 export async function brieflyRetried<T>(op: () => T | Promise<T>): Promise<T> {
   for (let i = 0; ; i++) {
+    await new Promise((resolve) => setTimeout(resolve, BRIEF_RETRIES_MS[i]));
     try {
       return await op();
     } catch (error) {
-      const pauseMs = BRIEF_RETRIES_MS[i];
-      if (pauseMs === undefined) throw error;
-      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      if (i === BRIEF_RETRIES_MS.length - 1) throw error;
     }
   }
 }
