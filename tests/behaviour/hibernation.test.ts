@@ -11,7 +11,9 @@ import {
   CallToolResultSchema,
   CreateMessageRequestSchema,
   LoggingMessageNotificationSchema,
+  SubscribeRequestSchema,
   ToolListChangedNotificationSchema,
+  UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { MemoryEventStore, type ServerFactoryContext } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
@@ -92,6 +94,13 @@ function harness(extra: HarnessOptions = {}) {
         .finally(() => answered.fire());
       return { content: [{ type: 'text', text: 'will ask' }] };
     });
+    // What this server was told of the client's resource subscriptions (the fixture only acknowledges them).
+    const subscribed = new Set<string>();
+    server.server.setRequestHandler(SubscribeRequestSchema, (request) => (subscribed.add(request.params.uri), {}));
+    server.server.setRequestHandler(UnsubscribeRequestSchema, (request) => (subscribed.delete(request.params.uri), {}));
+    server.registerTool('subscriptions', { description: 'The resource URIs this server was subscribed to' }, () => ({
+      content: [{ type: 'text', text: JSON.stringify({ instance, uris: [...subscribed] }) }],
+    }));
     server.registerTool('hold', { description: 'Answers once the test lets it' }, async () => {
       await hold();
       return { content: [{ type: 'text', text: 'held' }] };
@@ -197,6 +206,28 @@ describe.each(inProcessAdapters)('hibernation: $name', (adapter) => {
     await heard;
     expect(h.contexts.length).toBe(before + 1);
     expect(h.contexts.slice(1).every((c) => c.restoring && c.sessionId === sessionId)).toBe(true);
+    expect(sut.errors).toEqual([]);
+  });
+
+  it("keeps the client's resource subscriptions: a restored server is subscribed to what the old one was, and an unsubscribe sticks", async () => {
+    const h = harness();
+    sut = await adapter.start(h.options);
+    const handler = sut.inProcess!.handler;
+    const { client } = await connect(sut.url);
+    clients.push(client);
+    const subscriptions = async () =>
+      JSON.parse(textOf(await client.callTool({ name: 'subscriptions', arguments: {} }))) as { instance: number; uris: string[] };
+    await client.subscribeResource({ uri: 'test://watched-resource' });
+    await client.subscribeResource({ uri: 'test://static-text' });
+    await h.asleep(handler);
+    const woken = await subscriptions();
+    expect(woken.instance).toBeGreaterThan(1);
+    expect(woken.uris).toEqual(['test://watched-resource', 'test://static-text']);
+    await client.unsubscribeResource({ uri: 'test://watched-resource' });
+    await h.asleep(handler);
+    const again = await subscriptions();
+    expect(again.instance).toBeGreaterThan(woken.instance);
+    expect(again.uris).toEqual(['test://static-text']);
     expect(sut.errors).toEqual([]);
   });
 

@@ -90,6 +90,22 @@ describe.each(inProcessAdapters)('calls that outlive their response: $name', (ad
     expect(sut.errors).toEqual([]);
   });
 
+  it('standaloneStream: false answers a GET without Last-Event-ID 405 with a JSON-RPC error; resumes are still served', async () => {
+    const gate: Gate = {};
+    sut = await adapter.start({ server: () => outlivingServer(gate), standaloneStream: false });
+    const { headers } = await openSession(http(sut.url));
+    const refused = await http(sut.url).get(headers);
+    expect(refused.status).toBe(405);
+    expect(refused.headers.get('allow')).toBe('GET, POST, DELETE');
+    const body = (await refused.json()) as { jsonrpc: string; error: { code: number; message: string } };
+    expect(body).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 } });
+    expect(body.error.message).toMatch(/no standalone SSE stream/);
+    const stream = await http(sut.url).postSse(callTool(2, 'gated'), headers);
+    await stream.ended_();
+    gate.release!();
+    expect(await resumeUntil(sut.url, stream, headers, 2)).toMatchObject({ result: { content: [{ text: 'released' }] } });
+  });
+
   it('maxCallDurationMs answers a call that runs too long with -32603 and cancels its tool; the session goes on', async () => {
     const gate: Gate = {};
     const kept = new Kept();

@@ -18,11 +18,19 @@ export type { NodeRequestOptions } from './bridges/node/index.js';
 export { toFetchHandler } from './bridges/web/index.js';
 export type { FetchHandler, FetchHandlerOptions, FetchCallContext } from './bridges/web/index.js';
 // Ports: for custom event stores, clusters and adapters.
-export type { EventStore, StreamKey, ReplayResult, StreamListener, StreamSubscription, UnfinishedStream } from './ports/event-store.js';
+export type {
+  EventStore,
+  StreamKey,
+  ReplayResult,
+  StreamListener,
+  StreamSubscription,
+  StreamWriter,
+  UnfinishedStream,
+} from './ports/event-store.js';
 export type { TaskStore, TaskRecord, TaskStatus, TaskChange, TaskSignalListener, InputRequest } from './ports/task-store.js';
 export { TERMINAL_STATUSES } from './ports/task-store.js';
 export { FORWARDED_HEADER, HANDED_OVER_HEADER } from './ports/cluster.js';
-export type { SessionCluster, SessionOwner, ForwardedRequest, RestoreRecord, TakeOver } from './ports/cluster.js';
+export type { ClusterMessage, SessionCluster, SessionOwner, ForwardedRequest, RestoreRecord, TakeOver } from './ports/cluster.js';
 export type { CoreRequest, CoreResponder, SseSink, BodyText, OutHeaders, HeaderMap, GetAuthInfo } from './ports/http.js';
 export type { AuthInfo } from './ports/mcp.js';
 // What `McpHandler.observe` reports; `@mcp-kit/core/otel` turns it into OpenTelemetry metrics and spans.

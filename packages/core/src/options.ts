@@ -85,6 +85,15 @@ export interface McpHandlerOptions {
   /** A comment line on streams idle this long, so proxies keep them open; `0` turns it off. Default `15_000`. */
   keepAliveMs?: number;
   /**
+   * Whether a `GET` without `Last-Event-ID` opens the session's standalone stream (messages of no
+   * request: list changes, resource updates). `false` answers it `405`, as the spec allows; clients
+   * then do without. On a serverless platform such a stream pins an instance for as long as it is
+   * open, and in a shared cluster (`@mcp-kit/redis` without `internalUrl`) it carries only what the
+   * copy of the session on its own instance sends. Resumes (`GET` + `Last-Event-ID`) are served
+   * either way. Default `true`.
+   */
+  standaloneStream?: boolean;
+  /**
    * Ends every SSE connection after this many ms (with the `retry` hint), before a platform limit
    * (serverless max duration, proxy read timeout) cuts it. Clients resume without loss. Requires
    * clients on protocol 2025-11-25 or later (see `legacyPolling`). Default: off.
@@ -192,6 +201,7 @@ export interface ResolvedOptions {
   jsonResponse: boolean;
   eventStore: EventStore;
   keepAliveMs: number;
+  standaloneStream: boolean;
   maxStreamDurationMs: number | undefined;
   waitUntil: ((work: Promise<void>) => void) | undefined;
   maxCallDurationMs: number | undefined;
@@ -232,6 +242,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     jsonResponse: options.jsonResponse ?? false,
     eventStore: isEventStore(store) ? store : new MemoryEventStore(store ?? {}),
     keepAliveMs: nonNegativeInt(options.keepAliveMs ?? 15_000, 'keepAliveMs', OWNER),
+    standaloneStream: resolveBoolean(options.standaloneStream, true, 'standaloneStream'),
     maxStreamDurationMs:
       options.maxStreamDurationMs === undefined ? undefined : positiveInt(options.maxStreamDurationMs, 'maxStreamDurationMs', OWNER),
     waitUntil: resolveWaitUntil(options.waitUntil),
@@ -285,6 +296,12 @@ function resolveClientKey(clientKey: McpHandlerOptions['clientKey']): ResolvedOp
   if (clientKey === undefined) return (req) => req.remoteAddress;
   if (typeof clientKey !== 'function') throw new TypeError(`${OWNER}: clientKey must be a function (req) => string | undefined`);
   return clientKey;
+}
+
+function resolveBoolean(value: unknown, fallback: boolean, name: string): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new TypeError(`${OWNER}: ${name} must be true or false (got ${JSON.stringify(value)})`);
+  return value;
 }
 
 function resolveWaitUntil(waitUntil: McpHandlerOptions['waitUntil']): ResolvedOptions['waitUntil'] {

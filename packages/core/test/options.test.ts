@@ -20,6 +20,7 @@ describe('resolveOptions: defaults', () => {
     expect(o.stateless).toBe(false);
     expect(o.jsonResponse).toBe(false);
     expect(o.keepAliveMs).toBe(15_000);
+    expect(o.standaloneStream).toBe(true);
     expect(o.maxStreamDurationMs).toBeUndefined();
     expect(o.hibernateAfterMs).toBeUndefined();
     expect(o.sessionIdleTtlMs).toBe(30 * 60_000);
@@ -126,6 +127,13 @@ describe('resolveOptions: errors', () => {
     expect(() => resolveOptions(undefined as unknown as McpHandlerOptions)).toThrow(message);
     expect(() => resolveOptions({} as McpHandlerOptions)).toThrow(message);
     expect(() => resolveOptions({ server: {} } as unknown as McpHandlerOptions)).toThrow(TypeError);
+  });
+
+  it('takes standaloneStream only as a boolean', () => {
+    expect(resolveOptions({ server, standaloneStream: false }).standaloneStream).toBe(false);
+    expect(() => resolveOptions({ server, standaloneStream: 'no' as never })).toThrow(
+      'createMcpHandler: standaloneStream must be true or false (got "no")',
+    );
   });
 
   it('rejects a clientKey that is not a function, and defaults to the socket address', () => {

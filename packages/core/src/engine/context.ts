@@ -9,6 +9,7 @@ import { ListenStreams } from '../modern/listen.js';
 import { Tasks } from '../modern/tasks.js';
 import { ModernServers } from '../modern/servers.js';
 import { Relays } from '../remote/relays.js';
+import { receiveShared } from '../remote/shared.js';
 import { SessionRegistry } from '../session/registry.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
@@ -63,6 +64,8 @@ export class EngineContext {
       const session = this.registry.get(sessionId);
       if (session) void this.registry.handOff(session, options.retryMs);
     });
+    // A shared cluster: what the client sent through another instance for a call running here.
+    if (options.cluster?.shared) options.cluster.onMessage?.((message) => receiveShared(this, message));
   }
 
   /**

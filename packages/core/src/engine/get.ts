@@ -1,4 +1,5 @@
-import { sendRejection } from '../http/errors.js';
+import { parseEventId } from '../events/ids.js';
+import { ErrorCode, reject, sendRejection } from '../http/errors.js';
 import { checkAccept, header } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import { forwardOrTakeOver } from '../remote/forward.js';
@@ -16,10 +17,15 @@ import { resume } from './resume.js';
 export async function serveGet(ctx: EngineContext, req: CoreRequest, res: CoreResponder): Promise<void> {
   const v = checkAccept('GET', header(req.headers, 'accept'));
   if (!v.ok) return sendRejection(res, v);
-  const resolving = resolveSession(ctx, req);
-  const found = resolving instanceof Promise ? await resolving : resolving;
   const lastEventId = header(req.headers, 'last-event-id');
   const resuming = lastEventId !== undefined && lastEventId !== '';
+  if (!resuming && !ctx.options.standaloneStream) {
+    const message =
+      'Method not allowed: this endpoint opens no standalone SSE stream (standaloneStream: false); GET only resumes a stream, with Last-Event-ID';
+    return sendRejection(res, reject(405, ErrorCode.ServerError, message, { allow: 'GET, POST, DELETE' }));
+  }
+  const resolving = resolveSession(ctx, req);
+  const found = resolving instanceof Promise ? await resolving : resolving;
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
   // Draining: no stream starts here; the client follows its session from another instance (the
   // owner's calls go on here, appending to the shared store).
@@ -29,6 +35,15 @@ export async function serveGet(ctx: EngineContext, req: CoreRequest, res: CoreRe
   if (found.kind === 'remote' && resuming) {
     const followed = await followRemote(ctx, res, found, lastEventId, ctx.polling(ctx.versionOf(req, undefined)));
     if (followed !== 'refused') return;
+  }
+  // Shared: a stream another copy of the session writes (or wrote) is followed through the store.
+  if (found.kind === 'local' && resuming && ctx.options.cluster?.shared) {
+    const streamId = parseEventId(lastEventId)?.streamId;
+    if (streamId !== undefined && !found.session.activeStream(streamId)) {
+      const polling = ctx.polling(ctx.versionOf(req, found.session));
+      const followed = await followRemote(ctx, res, { sessionId: found.session.sessionId as string }, lastEventId, polling);
+      if (followed !== 'refused') return;
+    }
   }
   const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, undefined) : found.session;
   if (!session) return;

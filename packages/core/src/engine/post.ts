@@ -4,6 +4,7 @@ import { allowsBatches, parseMessages, readableId, type ParsedBody } from '../ht
 import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import { forwardOrTakeOver } from '../remote/forward.js';
+import { routeShared } from '../remote/shared.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import { serveModern, TASK_METHODS } from '../modern/serve.js';
@@ -66,6 +67,19 @@ async function serveInSession(ctx: EngineContext, req: CoreRequest, res: CoreRes
         reject(400, ErrorCode.InvalidRequest, `Invalid Request: request id ${JSON.stringify(id)} is already in flight in this session`),
       );
     }
+  }
+  if (ctx.options.cluster?.shared && ctx.options.cluster.post) {
+    // Answers and cancels for a call running on another instance go there (remote/shared.ts).
+    const { here, posted } = routeShared(ctx, session, parsed.messages);
+    if (posted.length > 0) {
+      try {
+        await Promise.all(posted);
+      } catch (error) {
+        ctx.options.onError(asError(error, 'cluster post failed'));
+        return sendRejection(res, unavailable('the session directory'));
+      }
+    }
+    parsed.messages = here;
   }
   if (parsed.requestIds.length === 0) {
     session.dispatch(parsed.messages, req);

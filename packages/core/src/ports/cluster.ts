@@ -1,4 +1,5 @@
 import type { CoreResponder, HeaderMap } from './http.js';
+import type { JSONRPCMessage } from './mcp.js';
 
 /**
  * The cluster port: how several instances of one MCP endpoint share sessions without sticky
@@ -107,9 +108,38 @@ export interface SessionCluster {
    * `failed` instead of `working` forever.
    */
   instanceAlive?(instanceId: string): Promise<boolean>;
+  /**
+   * Optional: `true` for a cluster whose instances cannot reach each other (serverless): no
+   * instance owns a session. Any instance serves any request, with a copy of the session restored
+   * from its record (`takeOver` never names an owner, `lookupOwner` names none); a resume of a
+   * stream written elsewhere follows the shared store; what must reach the copy that runs a call
+   * (the client's answers to the server's requests, `notifications/cancelled`) goes through
+   * {@link post}. A session ends everywhere only on its client's `DELETE`, or when its record expires.
+   */
+  readonly shared?: boolean;
+  /**
+   * Optional, with `shared`: delivers `message` to the instance `to` (`'*'`: every live instance,
+   * this one excepted), whose {@link onMessage} listener gets it. Best effort: an instance that is
+   * gone gets nothing.
+   */
+  post?(to: string, message: ClusterMessage): Promise<void>;
+  /** Optional, with `post`: `listener` gets each message posted to this instance or to all. */
+  onMessage?(listener: (message: ClusterMessage) => void): void;
   /** Stops heartbeats and gives up ownership; called by `McpHandler.close()` after the sessions closed. */
   close?(): void | Promise<void>;
 }
+
+/**
+ * What one instance tells another about a session in a `shared` cluster: `answer`, the client's
+ * answer to a request the copy there sent (`message`); `cancel`, the client's
+ * `notifications/cancelled` for a request running there (`message`); `record`, a request that
+ * changes what every copy's server keeps (`logging/setLevel`, `resources/subscribe`,
+ * `resources/unsubscribe`); `ended`, the client deleted the session.
+ */
+export type ClusterMessage =
+  | { kind: 'answer' | 'cancel'; sessionId: string; message: JSONRPCMessage }
+  | { kind: 'record'; sessionId: string; request: { method: string; params?: Record<string, unknown> } }
+  | { kind: 'ended'; sessionId: string };
 
 /** What restores a session on another instance (see {@link SessionCluster.saveRecord}). */
 export interface RestoreRecord {
@@ -117,6 +147,8 @@ export interface RestoreRecord {
   initialize: { jsonrpc: '2.0'; id: string | number; method: 'initialize'; params?: Record<string, unknown> };
   /** The params of the client's last `logging/setLevel`. */
   loggingLevel?: Record<string, unknown>;
+  /** The params of each `resources/subscribe` the client has not taken back. */
+  subscriptions?: Record<string, unknown>[];
   /** The protocol version the session negotiated. */
   protocolVersion?: string;
 }

@@ -30,6 +30,14 @@ export interface EventStore {
    * running them died, the new owner answers those requests with an error, so no client waits forever.
    */
   unfinished?(sessionId: string): Promise<UnfinishedStream[]>;
+  /**
+   * Optional, for `shared` clusters (see `SessionCluster.shared`): the instance that writes a
+   * request stream (the one the store was made for when {@link createStream} ran) and the
+   * requests it carries; `undefined` when the store does not know. A resume served on another
+   * instance checks that the writer still lives, and answers the call with an error when it does
+   * not (it was frozen or died mid-call), so no client waits forever.
+   */
+  writer?(stream: StreamKey): Promise<StreamWriter | undefined>;
   /** Optional: evicts by age now. The handler calls it periodically. */
   sweep?(now: number): void;
   /** Optional: releases timers and connections. */
@@ -79,6 +87,16 @@ export interface UnfinishedStream {
   streamId: string;
   lastSeq: number;
   requestIds: Array<string | number>;
+}
+
+/** Who writes a request stream, and how far it got (see {@link EventStore.writer}). */
+export interface StreamWriter {
+  instanceId: string;
+  requestIds: Array<string | number>;
+  /** The seq of its last stored frame. */
+  lastSeq: number;
+  /** Its final frame is stored: nothing is lost, whoever wrote it. */
+  complete: boolean;
 }
 
 export interface StreamKey {

@@ -20,6 +20,8 @@ const GONE = 'it expired, was deleted, or the server instance that held it is go
 export async function locate(ctx: EngineContext, req: CoreRequest, sessionId: string): Promise<SessionResolution> {
   const cluster = ctx.options.cluster!;
   const principal = principalOf(req.authInfo);
+  // Shared: nobody owns a session; every instance serves it from its record.
+  if (cluster.shared) return restore(ctx, req, sessionId, principal);
   let owner: SessionOwner | undefined;
   try {
     owner = await cluster.lookupOwner(sessionId).catch(() => brieflyRetried(() => cluster.lookupOwner(sessionId)));
@@ -57,7 +59,8 @@ export async function restore(
   let session = ctx.registry.get(sessionId);
   if (!session) {
     session = ctx.registry.adopt(sessionId, taken.principal, taken.record);
-    session.adopting = answerLostCalls(ctx, session);
+    // Shared: the calls of other copies run on; a resume learns their fate (remote/tail.ts).
+    if (!ctx.options.cluster!.shared) session.adopting = answerLostCalls(ctx, session);
   }
   await session.adopting;
   session.touch();

@@ -30,15 +30,25 @@ export async function answerLostCalls(ctx: EngineContext, session: Session): Pro
   }
   for (const stream of streams) {
     if (stream.requestIds.length === 0 || session.activeStream(stream.streamId)) continue;
-    let seq = stream.lastSeq;
-    for (const [i, id] of stream.requestIds.entries()) {
-      const frame = messageEvent(eventId(stream.streamId, ++seq), JSON.stringify({ jsonrpc: '2.0', id, error: LOST_CALL }));
-      try {
-        await store.append({ sessionId, streamId: stream.streamId }, seq, frame, i === stream.requestIds.length - 1);
-      } catch (error) {
-        ctx.options.onError(asError(error, 'answering a lost call failed'));
-        break;
-      }
+    await answerLostStream(ctx, sessionId, stream);
+  }
+}
+
+/**
+ * Answers each request of a stream whose instance is gone with {@link LOST_CALL}, stored after its
+ * last frame (the last answer final). A frame stored meanwhile by a writer that came back wins:
+ * the store keeps one frame per seq and nothing after a final one.
+ */
+export async function answerLostStream(ctx: EngineContext, sessionId: string, stream: UnfinishedStream): Promise<void> {
+  const store = ctx.options.eventStore;
+  let seq = stream.lastSeq;
+  for (const [i, id] of stream.requestIds.entries()) {
+    const frame = messageEvent(eventId(stream.streamId, ++seq), JSON.stringify({ jsonrpc: '2.0', id, error: LOST_CALL }));
+    try {
+      await store.append({ sessionId, streamId: stream.streamId }, seq, frame, i === stream.requestIds.length - 1);
+    } catch (error) {
+      ctx.options.onError(asError(error, 'answering a lost call failed'));
+      return;
     }
   }
 }

@@ -1,7 +1,7 @@
 import { eventId, parseEventId } from '../events/ids.js';
 import { malformedCursor, sendRejection, unavailable } from '../http/errors.js';
 import type { SessionCluster, SessionOwner } from '../ports/cluster.js';
-import type { StreamListener, StreamSubscription } from '../ports/event-store.js';
+import type { StreamKey, StreamListener, StreamSubscription } from '../ports/event-store.js';
 import type { CoreResponder } from '../ports/http.js';
 import { SseConnection } from '../streams/connection.js';
 import { primingEvent, SSE_HEADERS } from '../streams/frames.js';
@@ -9,6 +9,7 @@ import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
 import { answerLostFinal, nothingLeft } from '../engine/resume.js';
 import { replayed, watchConnection } from '../telemetry/watch.js';
+import { answerLostStream } from './lost.js';
 
 /**
  * The live part of a resume served for another instance's session: what the owner keeps appending
@@ -92,7 +93,7 @@ export class RemoteTail implements StreamListener {
 export async function followRemote(
   ctx: EngineContext,
   res: CoreResponder,
-  remote: { sessionId: string; owner: SessionOwner },
+  remote: { sessionId: string; owner?: SessionOwner },
   lastEventId: string,
   polling: boolean,
 ): Promise<'refused' | void> {
@@ -142,7 +143,43 @@ export async function followRemote(
   if (result.complete || !subscription) return live.end(result.complete ? undefined : retryMs);
   tail.attach(live);
   if (live.closed) return;
-  timers.push(watchOwner(ctx.options.cluster!, remote.sessionId, live, retryMs));
+  const key = { sessionId: remote.sessionId, streamId: cursor.streamId };
+  timers.push(ctx.options.cluster!.shared ? watchWriter(ctx, key) : watchOwner(ctx.options.cluster!, remote.sessionId, live, retryMs));
+}
+
+/**
+ * A shared cluster: while a client follows here a stream another instance writes, checks (now and
+ * every `ownerCheckMs`) that its writer still lives. One frozen or dead mid-call (a serverless
+ * instance without `waitUntil`) appends nothing more: its requests are answered with
+ * {@link LOST_CALL} in the store, which the tail delivers, so the client is never left waiting.
+ */
+function watchWriter(ctx: EngineContext, key: StreamKey): ReturnType<typeof setInterval> {
+  const cluster = ctx.options.cluster!;
+  let checking = false;
+  const check = () => {
+    void Promise.resolve(cluster.touch?.(key.sessionId)).catch(() => {});
+    if (checking) return;
+    checking = true;
+    void endIfWriterGone(ctx, key)
+      .catch(() => {}) // a store or directory hiccup is not a verdict; the next check decides
+      .finally(() => (checking = false));
+  };
+  check();
+  const timer = setInterval(check, cluster.ownerCheckMs ?? 5_000);
+  timer.unref?.();
+  return timer;
+}
+
+async function endIfWriterGone(ctx: EngineContext, key: StreamKey): Promise<void> {
+  const { eventStore: store, cluster } = ctx.options;
+  if (!store.writer || !cluster?.instanceAlive) return;
+  const writer = await store.writer(key);
+  if (!writer || writer.complete || writer.requestIds.length === 0) return;
+  if (await cluster.instanceAlive(writer.instanceId)) return;
+  ctx.options.onError(
+    new Error(`instance ${writer.instanceId} stopped beating while it ran ${writer.requestIds.length} request(s); answered with an error`),
+  );
+  await answerLostStream(ctx, key.sessionId, { streamId: key.streamId, lastSeq: writer.lastSeq, requestIds: writer.requestIds });
 }
 
 /**

@@ -5,23 +5,46 @@ import type { Session } from './session.js';
 /** Ids of the requests a session sends its own server to restore it; no client id starts with NUL. */
 const RESTORE_ID_PREFIX = '\u0000mcp-kit:restore:';
 
+/** The client's requests that change what a server keeps for its session, replayed to a new one. */
+export const RECORDED_METHODS: ReadonlySet<string> = new Set(['logging/setLevel', 'resources/subscribe', 'resources/unsubscribe']);
+
 /**
  * What a session must remember to give a new server the state its old one had: the client's
- * `initialize` and its last `logging/setLevel`. Hibernation keeps only this (and the session's
- * streams) when it lets a server go.
+ * `initialize`, its last `logging/setLevel` and the resources it subscribed to. Hibernation keeps
+ * only this (and the session's streams) when it lets a server go.
  */
 export class SessionRecord {
   initialize: JSONRPCRequest | undefined;
   loggingLevel: JSONRPCRequest['params'] | undefined;
-  /** Called when the level changes (in a cluster, the record is saved for other instances). */
-  changed: (() => void) | undefined;
+  /** `resources/subscribe` params by URI, in the order they came. */
+  readonly subscriptions = new Map<string, JSONRPCRequest['params']>();
+  /**
+   * Called when the record changes (in a cluster, it is saved for other instances); a promise when
+   * the answer that completes the handshake must wait for the save (a shared cluster).
+   */
+  changed: (() => void | Promise<void>) | undefined;
 
   /** Remembers what a request from the client changes for the rest of the session. */
   observe(request: JSONRPCRequest): void {
     if (request.method === 'initialize') this.initialize ??= request;
-    else if (request.method === 'logging/setLevel') {
-      this.loggingLevel = request.params;
-      this.changed?.();
+    else if (this.remember(request)) void this.changed?.();
+  }
+
+  /** Takes a request of {@link RECORDED_METHODS} into the record (`false` for any other), without saving it. */
+  remember(request: { method: string; params?: JSONRPCRequest['params'] }): boolean {
+    const uri = (request.params as { uri?: unknown } | undefined)?.uri;
+    switch (request.method) {
+      case 'logging/setLevel':
+        this.loggingLevel = request.params;
+        return true;
+      case 'resources/subscribe':
+        if (typeof uri !== 'string') return false;
+        this.subscriptions.set(uri, request.params);
+        return true;
+      case 'resources/unsubscribe':
+        return typeof uri === 'string' && this.subscriptions.delete(uri);
+      default:
+        return false;
     }
   }
 }
@@ -43,12 +66,19 @@ export class Restorer {
     return this.due.size > 0;
   }
 
+  /** Tells the server what the client asked through another instance (its answer is swallowed). */
+  async tell(method: string, params: JSONRPCRequest['params']): Promise<void> {
+    await this.request(method, params);
+  }
+
   async replay(record: SessionRecord): Promise<void> {
     const failed = await this.request('initialize', record.initialize!.params);
     if (failed !== undefined) throw new Error(`the new server refused the session's initialize: ${failed}`);
     this.toServer({ jsonrpc: '2.0', method: 'notifications/initialized' });
     // A server without the logging capability answers "method not found": then there is no level to restore.
     if (record.loggingLevel !== undefined) await this.request('logging/setLevel', record.loggingLevel);
+    // Likewise a server that takes no subscriptions refuses them: there are none to restore then.
+    for (const params of record.subscriptions.values()) await this.request('resources/subscribe', params);
   }
 
   /** Takes the server's answer to a restore request; `false` when `message` answers something else. */
@@ -83,6 +113,8 @@ export function restoreRecordOf(session: Session): RestoreRecord | undefined {
   if (!initialize || session.protocolVersion === undefined) return undefined;
   const record: RestoreRecord = { initialize: initialize as RestoreRecord['initialize'], protocolVersion: session.protocolVersion };
   if (loggingLevel !== undefined) record.loggingLevel = loggingLevel;
+  const { subscriptions } = session.server.record;
+  if (subscriptions.size > 0) record.subscriptions = [...subscriptions.values()] as Record<string, unknown>[];
   return record;
 }
 
@@ -94,6 +126,7 @@ export function restoreRecordOf(session: Session): RestoreRecord | undefined {
 export function adoptRecord(session: Session, record: RestoreRecord): void {
   session.server.record.initialize = record.initialize as JSONRPCRequest;
   session.server.record.loggingLevel = record.loggingLevel;
+  for (const params of record.subscriptions ?? []) session.server.record.remember({ method: 'resources/subscribe', params });
   session.protocolVersion = record.protocolVersion;
   session.server.hibernated = true;
   session.adopted = true;

@@ -6,6 +6,7 @@ import type { RestoreRecord } from '../ports/cluster.js';
 import { adoptRecord, restoreRecordOf } from './record.js';
 import type { SessionEndReason } from '../telemetry/events.js';
 import { Session } from './session.js';
+import { AnswerTags } from './tags.js';
 
 /**
  * All sessions of one handler: creation under a cap, lookup, idle expiry, and the periodic work
@@ -85,17 +86,18 @@ export class SessionRegistry {
     const { telemetry } = this.options;
     if (telemetry.on) telemetry.sessionEvent('session.open', session.sessionId as string, { restored: session.adopted });
     const cluster = this.options.cluster;
+    // Shared: the server's requests carry this instance's id, for the client's answer to find it.
+    if (cluster?.shared) session.server.answerTags = new AnswerTags(`${cluster.instanceId ?? ''}~${randomId().slice(0, 8)}~`);
     if (cluster?.saveRecord) {
-      // Saved once the handshake is done and whenever the log level changes, for other instances to restore from.
+      // Saved once the handshake is done and whenever the log level changes, for other instances to
+      // restore from; in a shared cluster, before the handshake's answer goes out.
       session.server.record.changed = () => {
         const record = restoreRecordOf(session);
-        if (record && !session.closed) {
-          settle(
-            () => cluster.saveRecord!(session.sessionId as string, record, this.options.sessionIdleTtlMs),
-            this.options.onError,
-            'cluster saveRecord failed',
-          );
-        }
+        if (!record || session.closed) return;
+        const saving = Promise.resolve()
+          .then(() => cluster.saveRecord!(session.sessionId as string, record, this.options.sessionIdleTtlMs))
+          .catch((error: unknown) => this.options.onError(asError(error, 'cluster saveRecord failed')));
+        return cluster.shared ? saving : undefined;
       };
     }
     return session;
@@ -215,6 +217,8 @@ export class SessionRegistry {
     if (telemetry.on) telemetry.sessionEvent('session.close', id, { reason });
     // Handed off: its events and record stay for the next instance (see handOff).
     if (reason === 'handoff') return;
+    // In a shared cluster this copy is one of many: only its client's DELETE ends the session everywhere.
+    if (cluster?.shared && reason !== 'delete') return settle(() => cluster.handOff?.(id), onError, 'cluster handOff failed');
     if (!cluster) return settle(() => eventStore.deleteSession(id), onError, 'event store deleteSession failed');
     // Only while the session is still this instance's: a stale owner deletes nothing of the new one's.
     settle(

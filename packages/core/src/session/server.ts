@@ -2,6 +2,7 @@ import type { JSONRPCMessage, JSONRPCRequest, RequestId } from '../ports/mcp.js'
 import type { SdkMajor } from '../sdk/server.js';
 import { asError } from '../util/errors.js';
 import { Restorer, SessionRecord } from './record.js';
+import type { AnswerTags } from './tags.js';
 
 /**
  * The server behind a session: attached at initialize, let go by hibernation when nothing would be
@@ -15,6 +16,8 @@ export class SessionServer {
   /** Which SDK the server is of: v2 handlers also get a fetch `Request` (`ctx.http.req`). */
   major: SdkMajor = 'v1';
   private server: { close(): Promise<void> } | undefined;
+  /** In a `shared` cluster: the server's requests go out under ids that name this instance. */
+  answerTags: AnswerTags | undefined;
   /** Requests the server sent the client that are not answered yet. */
   private readonly awaitingClient = new Set<RequestId>();
   private readonly restorer: Restorer;
@@ -30,21 +33,44 @@ export class SessionServer {
     this.major = major;
   }
 
-  /** A request or notification the server sends: a request now awaits the client; a cancel withdraws one. */
-  sent(message: JSONRPCMessage): void {
+  /**
+   * A request or notification the server sends: a request now awaits the client; a cancel
+   * withdraws one. Returns the message to send (tagged, in a shared cluster).
+   */
+  sent(message: JSONRPCMessage): JSONRPCMessage {
+    if (this.answerTags) message = this.answerTags.tag(message);
     if ('id' in message) this.awaitingClient.add(message.id as RequestId);
     else if ('method' in message && message.method === 'notifications/cancelled') {
       this.awaitingClient.delete((message.params as { requestId?: RequestId } | undefined)?.requestId as RequestId);
     }
+    return message;
   }
 
-  /** A message from the client: a request may change the record; an answer settles what the server awaited. */
-  received(message: JSONRPCMessage): void {
+  /**
+   * A message from the client: a request may change the record; an answer settles what the server
+   * awaited. Returns the message for the server (an answer under the server's own id).
+   */
+  received(message: JSONRPCMessage): JSONRPCMessage {
     if ('method' in message) {
       if ('id' in message) this.record.observe(message as JSONRPCRequest);
     } else if (this.awaitingClient.size > 0) {
       this.awaitingClient.delete((message as { id: RequestId }).id);
     }
+    return this.answerTags ? this.answerTags.untag(message) : message;
+  }
+
+  /** Whether `id` is that of a request the server sent (tagged, see {@link answerTags}) and still awaits. */
+  awaitsAnswer(id: unknown): boolean {
+    return this.answerTags?.has(id) ?? false;
+  }
+
+  /**
+   * The client set a log level or (un)subscribed through another instance (a shared cluster): the
+   * record takes it, and a server attached here hears it as the client's.
+   */
+  apply(request: { method: string; params?: JSONRPCRequest['params'] }): void {
+    if (!this.record.remember(request)) return;
+    if (this.server && !this.hibernated && !this.waking) void this.restorer.tell(request.method, request.params);
   }
 
   /** Swallows the server's answer to a request the restore sent it; `false` for any other answer. */

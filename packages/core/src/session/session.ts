@@ -77,12 +77,13 @@ export class Session implements Transport {
         const version = (message.result as { protocolVersion?: unknown }).protocolVersion;
         if (typeof version === 'string') {
           this.protocolVersion = version;
-          // The handshake is complete: from here on another instance could restore the session.
-          this.server.record.changed?.();
+          // The handshake is complete: another instance could restore the session (shared: once saved).
+          const saving = this.server.record.changed?.();
+          if (saving) return saving.then(() => this.deliver(stream!, message, responseTo));
         }
       }
     } else {
-      this.server.sent(message);
+      message = this.server.sent(message);
       stream = options?.relatedRequestId !== undefined ? this.routes.forRequest(options.relatedRequestId) : this.routes.standalone;
     }
     // Nowhere to deliver: a request that already got its answer, or no GET stream ever opened.
@@ -118,8 +119,7 @@ export class Session implements Transport {
         const id = message.id as RequestId;
         extra = messageExtra(inbound, requestInfo, forV2, (retryMs) => this.closeRequestStream(id, retryMs), this.closeStandaloneFn);
       } else extra = messageExtra(inbound, requestInfo, forV2);
-      this.server.received(message);
-      this.onmessage?.(message, extra);
+      this.onmessage?.(this.server.received(message), extra);
       if ('method' in message && message.method === 'notifications/cancelled' && !('id' in message)) {
         this.releaseCancelled((message.params as { requestId?: unknown } | undefined)?.requestId);
       }

@@ -64,4 +64,5 @@ export interface StreamCloseEvent {
  */
 export type CloseReason = 'complete' | 'server-close' | 'slow-reader' | 'replaced' | 'duration' | 'shutdown' | 'client';
 
-export type SessionEndReason = 'delete' | 'expire' | 'evict' | 'shutdown' | 'handoff' | 'error';
+/** `deleted-elsewhere`: in a shared cluster, the client deleted the session through another instance. */
+export type SessionEndReason = 'delete' | 'deleted-elsewhere' | 'expire' | 'evict' | 'shutdown' | 'handoff' | 'error';
