@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { CoreResponder, ForwardedRequest, RestoreRecord, SessionCluster, SessionOwner, TakeOver } from '@mcp-kit/core';
+import type { ClusterMessage, CoreResponder, ForwardedRequest, RestoreRecord, SessionCluster, SessionOwner, TakeOver } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, LuaScript, whenReady } from './client.js';
 import { HttpForwarder } from './forward.js';
@@ -14,9 +14,15 @@ export interface RedisSessionClusterOptions {
   /**
    * Where the other instances reach this instance's MCP endpoint, e.g.
    * `http://10.0.3.7:3000/mcp` (a pod IP, not the public URL: forwarded requests must reach this
-   * very process). Required.
+   * very process). With it, each session has an owner, and the requests other instances get for it
+   * are forwarded there over HTTP.
+   *
+   * Leave it out where instances cannot reach each other (serverless: Vercel, Lambda, Cloud Run):
+   * the cluster is *shared*. Any instance serves any request with its own copy of the session,
+   * restored from the record in Redis; resumes follow the shared store; the client's answers to the
+   * server's requests and its cancels reach the instance running the call through Redis pub/sub.
    */
-  internalUrl: string;
+  internalUrl?: string;
   /** Prefix of every key. Default `'mcp-kit:'`. */
   keyPrefix?: string;
   /** This instance's id. Default: a random UUID (a restarted process is a new instance). */
@@ -125,6 +131,25 @@ return lost`,
   0,
 );
 
+// KEYS: restore record. ARGV: the record (JSON), its principal ('' = none), its ttl, whether a missing
+// record may be made ('1': the instance that created the session, which knows its principal).
+// A shared cluster has no owner: the principal of a saved record is kept, never replaced.
+const SAVE_SHARED = new LuaScript(
+  `local old = redis.call('GET', KEYS[1])
+local p
+if old then
+  p = cjson.decode(old).p
+elseif ARGV[4] == '1' then
+  if ARGV[2] == '' then p = cjson.null else p = ARGV[2] end
+else
+  return 0
+end
+local saved = '{"p":' .. cjson.encode(p) .. ',"r":' .. ARGV[1] .. '}'
+redis.call('SET', KEYS[1], saved, 'PX', ARGV[3])
+return saved`,
+  1,
+);
+
 // KEYS: owner record, restore record. ARGV: me, the record, its ttl.
 // A stale owner does not overwrite what the session's new owner keeps to restore it.
 const SAVE_RECORD = new LuaScript(
@@ -166,7 +191,10 @@ interface OwnerRecord {
  */
 export class RedisSessionCluster implements SessionCluster {
   readonly instanceId: string;
+  /** `''` in a shared cluster. */
   readonly internalUrl: string;
+  /** No `internalUrl`: no instance owns a session, any instance serves it (see {@link RedisSessionClusterOptions.internalUrl}). */
+  readonly shared: boolean;
   readonly ownerCheckMs: number;
   /** An instance counts as gone `3 × heartbeatMs` after its last beat. */
   readonly ownerTimeoutMs: number;
@@ -197,15 +225,26 @@ export class RedisSessionCluster implements SessionCluster {
   /** When this instance found Redis' data lost (a new generation), if it ever did. */
   private dataLostAt: number | undefined;
   private closed = false;
+  /** Shared: the principals of sessions created here whose record is not saved yet. */
+  private readonly created = new Map<string, string | null>();
+  /**
+   * Shared: the records of the sessions this instance holds a copy of, as saved, and their TTL:
+   * written back if Redis loses its data (nobody owns them, so nobody else would).
+   */
+  private readonly held = new Map<string, { saved: string; ttlMs: number }>();
+  /** Shared: the connection that receives what other instances post here, once someone listens. */
+  private subscriber: Redis | undefined;
+  private messageListener: ((message: ClusterMessage) => void) | undefined;
 
   constructor(options: RedisSessionClusterOptions & { /** @internal */ ownsClient?: boolean }) {
     if (!options.client && !options.url)
       throw new TypeError('RedisSessionCluster: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
-    if (!options.internalUrl)
+    this.shared = options.internalUrl === undefined;
+    if (options.internalUrl === '')
       throw new TypeError(
-        'RedisSessionCluster: `internalUrl` is required: the URL at which the other instances reach this instance, e.g. http://10.0.3.7:3000/mcp',
+        'RedisSessionCluster: `internalUrl` is empty: give the URL at which the other instances reach this instance (e.g. http://10.0.3.7:3000/mcp), or leave it out for a shared cluster',
       );
-    this.internalUrl = new URL(options.internalUrl).href;
+    this.internalUrl = this.shared ? '' : new URL(options.internalUrl!).href;
     this.client =
       options.client ??
       createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit-cluster' });
@@ -242,6 +281,12 @@ export class RedisSessionCluster implements SessionCluster {
   }
 
   async claim(sessionId: string, principal: string | undefined): Promise<void> {
+    if (this.shared) {
+      // Nothing to own: the record, saved before the handshake's answer goes out, is the session.
+      if (this.created.size >= 10_000) this.created.delete(this.created.keys().next().value!);
+      this.created.set(sessionId, principal ?? null);
+      return;
+    }
     const record = JSON.stringify({ i: this.instanceId, u: this.internalUrl, p: principal ?? null } satisfies OwnerRecord);
     const results = await this.client
       .pipeline()
@@ -259,12 +304,34 @@ export class RedisSessionCluster implements SessionCluster {
 
   /** `false` when another instance owns the session now: its record and events are not this instance's to delete. */
   async release(sessionId: string): Promise<boolean> {
+    if (this.shared) {
+      // Called for the client's DELETE only: the session ends everywhere.
+      this.created.delete(sessionId);
+      this.held.delete(sessionId);
+      await this.client.del(this.restoreKey(sessionId), this.ownerKey(sessionId));
+      await this.post('*', { kind: 'ended', sessionId });
+      return true;
+    }
     if (!this.owned.delete(sessionId)) return !this.lost.delete(sessionId);
     return (await RELEASE.run(this.client, [this.ownerKey(sessionId), this.restoreKey(sessionId), this.instanceId])) === 1;
   }
 
   /** Keeps what restores the session elsewhere beside its owner record (`<prefix>restore:<id>`), for `ttlMs`. */
   async saveRecord(sessionId: string, record: RestoreRecord, ttlMs: number): Promise<void> {
+    if (this.shared) {
+      const mine = this.created.has(sessionId);
+      const principal = this.created.get(sessionId) ?? '';
+      const saved = await SAVE_SHARED.run(this.client, [
+        this.restoreKey(sessionId),
+        JSON.stringify(record),
+        principal,
+        ttlMs,
+        mine ? '1' : '0',
+      ]);
+      this.created.delete(sessionId);
+      if (typeof saved === 'string') this.held.set(sessionId, { saved, ttlMs });
+      return;
+    }
     const owned = this.owned.get(sessionId);
     const principal = owned ? (JSON.parse(owned.record) as OwnerRecord).p : null;
     const saved = JSON.stringify({ p: principal, r: record });
@@ -272,6 +339,10 @@ export class RedisSessionCluster implements SessionCluster {
   }
 
   async keepRecords(sessionIds: string[], ttlMs: number): Promise<void> {
+    for (const id of sessionIds) {
+      const held = this.held.get(id);
+      if (held) held.ttlMs = ttlMs;
+    }
     const pipeline = this.client.pipeline();
     for (const id of sessionIds) pipeline.pexpire(this.restoreKey(id), ttlMs);
     const results = await pipeline.exec();
@@ -283,6 +354,7 @@ export class RedisSessionCluster implements SessionCluster {
    * several instances racing for it one wins and the others are told the winner.
    */
   async takeOver(sessionId: string, principal: string | undefined): Promise<TakeOver | undefined> {
+    if (this.shared) return this.copy(sessionId, principal);
     const reply = (await TAKE_OVER.run(this.client, [
       this.ownerKey(sessionId),
       this.restoreKey(sessionId),
@@ -310,8 +382,51 @@ export class RedisSessionCluster implements SessionCluster {
     return { record: saved.r, principal: saved.p ?? undefined };
   }
 
+  /** Shared: the record of a session, for a copy of it here; nothing is taken from anyone. */
+  private async copy(sessionId: string, principal: string | undefined): Promise<TakeOver | undefined> {
+    const raw = await this.client.get(this.restoreKey(sessionId));
+    if (raw === null) {
+      if (await this.dataJustLost())
+        throw new Error('Redis lost its data moments ago: the session may live on an instance that has not written its records back yet');
+      return undefined;
+    }
+    const saved = JSON.parse(raw) as { p: string | null; r: RestoreRecord };
+    if ((saved.p ?? undefined) !== principal) return { forbidden: true };
+    this.held.set(sessionId, { saved: raw, ttlMs: this.held.get(sessionId)?.ttlMs ?? 30 * 60_000 });
+    return { record: saved.r, principal: saved.p ?? undefined };
+  }
+
+  /**
+   * Shared: publishes `message` for the instance `to` (`'*'`: every instance; this one ignores its
+   * own) on `<prefix>bus:<to>`. Pub/sub: an instance that is not connected gets nothing.
+   */
+  async post(to: string, message: ClusterMessage): Promise<void> {
+    await this.client.publish(this.busChannel(to), JSON.stringify({ f: this.instanceId, m: message }));
+  }
+
+  /** Shared: `listener` gets what other instances {@link post} here (one more Redis connection, subscribed). */
+  onMessage(listener: (message: ClusterMessage) => void): void {
+    this.messageListener = listener;
+    if (this.subscriber || this.closed) return;
+    const subscriber = this.client.duplicate({ connectionName: 'mcp-kit-bus', enableOfflineQueue: true });
+    this.subscriber = subscriber;
+    subscriber.on('error', () => {}); // reconnects by itself, and subscribes again
+    subscriber.on('message', (_channel: string, raw: string) => {
+      let envelope: { f?: string; m?: ClusterMessage };
+      try {
+        envelope = JSON.parse(raw) as { f?: string; m?: ClusterMessage };
+      } catch {
+        return;
+      }
+      if (envelope.f !== this.instanceId && envelope.m) this.messageListener?.(envelope.m);
+    });
+    void subscriber.subscribe(this.busChannel(this.instanceId), this.busChannel('*')).catch(() => {});
+  }
+
   /** Lets go of a session (draining): its owner record goes, its restore record stays for the next instance. */
   async handOff(sessionId: string): Promise<void> {
+    // Shared: a copy ended here (idle, draining); the session and its record live on.
+    if (this.held.delete(sessionId) || this.shared) return;
     if (!this.owned.delete(sessionId)) return;
     await RELEASE.run(this.client, [this.ownerKey(sessionId), '', this.instanceId]);
   }
@@ -323,7 +438,7 @@ export class RedisSessionCluster implements SessionCluster {
    * cannot be asked: serving blind could make two servers of one session.
    */
   confirmOwnership(): Promise<void> | undefined {
-    if (this.closed || !this.stale()) return undefined;
+    if (this.closed || this.shared || !this.stale()) return undefined;
     return this.beatAgain();
   }
 
@@ -348,6 +463,8 @@ export class RedisSessionCluster implements SessionCluster {
    * sessions, during a deploy: issue 20, item 4), and kept for half a heartbeat.
    */
   async peers(): Promise<SessionOwner[]> {
+    // Shared: no instance can reach another; a draining one answers 503 and the client comes back elsewhere.
+    if (this.shared) return [];
     const now = Date.now();
     if (this.peersCache && now - this.peersCache.at < this.heartbeatMs / 2) return this.peersCache.peers;
     const flat = (await PEERS.run(this.client, [
@@ -364,6 +481,7 @@ export class RedisSessionCluster implements SessionCluster {
   }
 
   async lookupOwner(sessionId: string): Promise<SessionOwner | undefined> {
+    if (this.shared) return undefined;
     const raw = await this.client.get(this.ownerKey(sessionId));
     if (raw === null) return undefined;
     let record: OwnerRecord;
@@ -408,6 +526,7 @@ export class RedisSessionCluster implements SessionCluster {
     clearInterval(this.timer);
     this.client.off('ready', this.onReady);
     this.forwarder.close();
+    if (this.subscriber) await this.subscriber.quit().catch(() => this.subscriber?.disconnect());
     await this.beating;
     const keys = [this.instanceKey(this.instanceId), ...[...this.owned.keys()].map((id) => this.ownerKey(id))];
     this.owned.clear();
@@ -452,7 +571,9 @@ export class RedisSessionCluster implements SessionCluster {
     if (!this.ownHopSecret && (all || this.hopSecret === undefined)) await this.shareHopSecret();
     // Back after our key expired, with Redis' data intact: a missing owner record was ended by
     // the instance that took the session over, not lost with Redis; it is not brought back.
-    const writeMissing = !all || (await this.redisLostData()) ? '1' : '0';
+    const lostData = all && (await this.redisLostData());
+    const writeMissing = !all || lostData ? '1' : '0';
+    if (lostData && this.shared) await this.rewriteRecords();
     const due = [...this.owned].filter(([, o]) => all || now - o.refreshedAt > this.ownerTtlMs / 2);
     // Compare-and-set, never a blind write: a session a peer took over stays the peer's (issue 20, item 1).
     for (let i = 0; i < due.length; i += 1_000) {
@@ -466,6 +587,16 @@ export class RedisSessionCluster implements SessionCluster {
     }
     if (all) this.reclaim = false;
     this.beatSentAt = sentAt;
+  }
+
+  /** Shared, after Redis lost its data: the records of the sessions held here, written back unless a copy elsewhere did first. */
+  private async rewriteRecords(): Promise<void> {
+    const held = [...this.held];
+    for (let i = 0; i < held.length; i += 1_000) {
+      const pipeline = this.client.pipeline();
+      for (const [id, { saved, ttlMs }] of held.slice(i, i + 1_000)) pipeline.set(this.restoreKey(id), saved, 'PX', ttlMs, 'NX');
+      await pipeline.exec();
+    }
   }
 
   /**
@@ -521,6 +652,10 @@ export class RedisSessionCluster implements SessionCluster {
 
   private seenKey(sessionId: string): string {
     return `${this.prefix}seen:${sessionId}`;
+  }
+
+  private busChannel(to: string): string {
+    return `${this.prefix}bus:${to}`;
   }
 
   private instancesKey(): string {

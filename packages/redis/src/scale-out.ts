@@ -54,7 +54,14 @@ export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOu
   const cluster = new RedisSessionCluster({ ...options, client, ownsClient: false });
   const taskStore = new RedisTaskStore({ ...options, client, ownsClient: false });
   // A stale owner (one that was away past its heartbeat window) stores nothing in a session a peer took over.
+  // In a shared cluster nobody owns a session: each stream records its writer instead (a resume
+  // elsewhere answers the call with an error if that instance stops beating mid-call).
   const fence = { instanceId: cluster.instanceId, ownerKeyPrefix: `${options.keyPrefix ?? 'mcp-kit:'}owner:` };
-  const eventStore = new RedisEventStore({ ...options, client, ownsClient: owns, fence });
+  const eventStore = new RedisEventStore({
+    ...options,
+    client,
+    ownsClient: owns,
+    ...(cluster.shared ? { writerId: cluster.instanceId } : { fence }),
+  });
   return { eventStore, cluster, taskStore, client, ready: (timeoutMs) => cluster.ready(timeoutMs) };
 }

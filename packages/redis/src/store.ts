@@ -1,5 +1,13 @@
 import type { Redis } from 'ioredis';
-import type { EventStore, ReplayResult, StreamKey, StreamListener, StreamSubscription, UnfinishedStream } from '@mcp-kit/core';
+import type {
+  EventStore,
+  ReplayResult,
+  StreamKey,
+  StreamListener,
+  StreamSubscription,
+  StreamWriter,
+  UnfinishedStream,
+} from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, LuaScript, whenReady } from './client.js';
 import { LiveStreams } from './live-streams.js';
@@ -31,12 +39,18 @@ export interface RedisEventStoreOptions {
   reconnectGraceMs?: number;
 }
 
-// KEYS: stream, session index. ARGV: streamId, ttl, maxlen, request ids as JSON ('' for none).
-// The `0-1` entry stands for seq 0, so `<token>.0` is a valid cursor before any event. The request
-// ids (`<stream>:req`) let another instance answer a call whose instance died (see unfinished).
+// KEYS: stream, session index. ARGV: streamId, ttl, maxlen, request ids as JSON ('' for none), the
+// writing instance ('' = not recorded). The `0-1` entry stands for seq 0, so `<token>.0` is a
+// valid cursor before any event; in a shared cluster it names the instance that writes the stream.
+// The request ids (`<stream>:req`) let another instance answer a call whose instance died (see
+// unfinished and writer).
 const CREATE = new LuaScript(
   `if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-1', 'c', '1')
+  if ARGV[5] ~= '' then
+    redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-1', 'c', '1', 'w', ARGV[5])
+  else
+    redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-1', 'c', '1')
+  end
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if ARGV[4] ~= '' then redis.call('SET', KEYS[1] .. ':req', ARGV[4], 'PX', ARGV[2]) end
@@ -152,6 +166,20 @@ return out`,
   1,
 );
 
+// KEYS: stream. Returns {0} unknown, or {1, writer ('' unknown), lastSeq, complete (0/1), request ids JSON ('' none)}.
+const WRITER = new LuaScript(
+  `local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if #last == 0 then return {0} end
+local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+local writer = ''
+if first[1][1] == '0-1' and first[1][2][3] == 'w' then writer = first[1][2][4] end
+local fields = last[1][2]
+local complete = 0
+if fields[1] == 'f' and fields[4] == '1' then complete = 1 end
+return {1, writer, tonumber(string.match(last[1][1], '^(%d+)')), complete, redis.call('GET', KEYS[1] .. ':req') or ''}`,
+  1,
+);
+
 /** Frames a tail may hold while it reads a gap from Redis; past it the tail ends and the client resumes. */
 const MAX_PENDING = 10_000;
 
@@ -183,12 +211,16 @@ export class RedisEventStore implements EventStore {
   private readonly live: LiveStreams;
   /** With a cluster on the same Redis: appends check that this instance still owns the session. */
   private readonly fence: { instanceId: string; ownerKeyPrefix: string } | undefined;
+  /** With a shared cluster: this instance's id, recorded as the writer of each stream it creates. */
+  private readonly writerId: string | undefined;
 
   constructor(
     options: RedisEventStoreOptions & {
       /** @internal */ ownsClient?: boolean;
       /** @internal Set by `createRedisScaleOut`: the cluster's instance and owner records (issue 20, item 1). */
       fence?: { instanceId: string; ownerKeyPrefix: string };
+      /** @internal Set by `createRedisScaleOut` for a shared cluster: whose streams these are (see `writer`). */
+      writerId?: string;
     } = {},
   ) {
     if (!options.client && !options.url)
@@ -204,6 +236,7 @@ export class RedisEventStore implements EventStore {
     this.reconnectGraceMs = positiveInt(options.reconnectGraceMs ?? 2_000, 'reconnectGraceMs', 'RedisEventStore');
     this.live = new LiveStreams(this.client, this.streamTtlMs);
     this.fence = options.fence;
+    this.writerId = options.writerId;
   }
 
   /**
@@ -224,7 +257,20 @@ export class RedisEventStore implements EventStore {
       this.streamTtlMs,
       this.maxEventsPerStream,
       ids.length > 0 ? JSON.stringify(ids) : '',
+      this.writerId ?? '',
     ]);
+  }
+
+  /** The instance that writes a request stream (recorded in a shared cluster), its requests and how far it got. */
+  async writer(key: StreamKey): Promise<StreamWriter | undefined> {
+    const reply = (await WRITER.run(this.client, [this.streamKey(key)])) as [number, string?, number?, number?, string?];
+    if (reply[0] === 0 || !reply[1]) return undefined;
+    return {
+      instanceId: reply[1],
+      lastSeq: reply[2]!,
+      complete: reply[3] === 1,
+      requestIds: reply[4] ? (JSON.parse(reply[4]) as Array<string | number>) : [],
+    };
   }
 
   async unfinished(sessionId: string): Promise<UnfinishedStream[]> {

@@ -1,0 +1,174 @@
+/**
+ * A shared cluster (no `internalUrl`, issue 21) against a real redis-server: no owner records, the
+ * restore record is the session (saved with the principal of the instance that created it, kept by
+ * every copy), messages between instances over pub/sub, and each stream's writer recorded.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import type { ClusterMessage, RestoreRecord } from '@mcp-kit/core';
+import { createRedisScaleOut, RedisSessionCluster, type RedisScaleOut } from '@mcp-kit/redis';
+import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+
+let redis: TestRedis;
+let admin: Redis;
+const clusters: RedisSessionCluster[] = [];
+const scaleOuts: RedisScaleOut[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = new Redis(redis.url);
+});
+
+afterAll(async () => {
+  for (const c of clusters) await c.close();
+  for (const s of scaleOuts) {
+    await s.cluster.close();
+    await s.eventStore.close();
+  }
+  admin?.disconnect();
+  await redis?.stop();
+});
+
+async function shared(name: string, prefix = 'sh:'): Promise<RedisSessionCluster> {
+  const c = new RedisSessionCluster({ url: redis.url, instanceId: name, heartbeatMs: 100, keyPrefix: prefix });
+  clusters.push(c);
+  await c.ready(5_000);
+  return c;
+}
+
+const record = (level?: string): RestoreRecord => ({
+  initialize: {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } },
+  },
+  protocolVersion: '2025-11-25',
+  ...(level ? { loggingLevel: { level } } : {}),
+});
+
+describe('a shared RedisSessionCluster (no internalUrl)', () => {
+  it('has no owners: lookupOwner names none, claim writes nothing, the saved record is the session for every instance', async () => {
+    const a = await shared('a1');
+    const b = await shared('b1');
+    expect(a.shared).toBe(true);
+    expect(a.internalUrl).toBe('');
+    await a.claim('s1', 'alice');
+    expect(await admin.exists('sh:owner:s1')).toBe(0);
+    expect(await b.takeOver('s1', 'alice')).toBeUndefined();
+    await a.saveRecord('s1', record(), 60_000);
+    expect(await b.lookupOwner('s1')).toBeUndefined();
+    // b gets a copy; nobody is made owner, and a still has it too.
+    expect(await b.takeOver('s1', 'alice')).toEqual({ record: record(), principal: 'alice' });
+    expect(await a.takeOver('s1', 'alice')).toEqual({ record: record(), principal: 'alice' });
+    expect(await admin.exists('sh:owner:s1')).toBe(0);
+    expect(await b.takeOver('s1', 'mallory')).toEqual({ forbidden: true });
+    expect(await b.takeOver('s1', undefined)).toEqual({ forbidden: true });
+    expect(await a.peers()).toEqual([]);
+  });
+
+  it('a copy saving the record (a new log level) keeps the principal the creating instance saved, and creates no record that is gone', async () => {
+    const a = await shared('a2');
+    const b = await shared('b2');
+    await a.claim('s2', 'alice');
+    await a.saveRecord('s2', record(), 60_000);
+    await b.saveRecord('s2', record('error'), 60_000);
+    expect(await a.takeOver('s2', 'alice')).toEqual({ record: record('error'), principal: 'alice' });
+    // A record deleted meanwhile (its client's DELETE) is not brought back by a copy, with no principal.
+    await b.saveRecord('never-created', record('error'), 60_000);
+    expect(await admin.exists('sh:restore:never-created')).toBe(0);
+  });
+
+  it('post reaches the instance named (or every other one with *), never its sender', async () => {
+    const a = await shared('a3');
+    const b = await shared('b3');
+    const c = await shared('c3');
+    const got: Record<string, ClusterMessage[]> = { a: [], b: [], c: [] };
+    a.onMessage((m) => got.a!.push(m));
+    b.onMessage((m) => got.b!.push(m));
+    c.onMessage((m) => got.c!.push(m));
+    const answer: ClusterMessage = { kind: 'answer', sessionId: 's3', message: { jsonrpc: '2.0', id: 'b3~x~0', result: {} } };
+    // Subscriptions are asynchronous: post until each listener is in place.
+    const deadline = Date.now() + 5_000;
+    while (got.b!.length === 0 && Date.now() < deadline) {
+      await a.post('b3', answer);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(got.b![0]).toEqual(answer);
+    expect(got.a).toEqual([]);
+    expect(got.c).toEqual([]);
+    const ended: ClusterMessage = { kind: 'ended', sessionId: 's3' };
+    while ((got.c!.length === 0 || got.b!.at(-1)?.kind !== 'ended') && Date.now() < deadline) {
+      await a.post('*', ended);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(got.c).toContainEqual(ended);
+    expect(got.b).toContainEqual(ended);
+    expect(got.a).toEqual([]);
+  });
+
+  it("release (the client's DELETE) deletes the record and tells every other instance", async () => {
+    const a = await shared('a4');
+    const b = await shared('b4');
+    const heard: ClusterMessage[] = [];
+    b.onMessage((m) => heard.push(m));
+    await new Promise((r) => setTimeout(r, 100));
+    await a.claim('s4', undefined);
+    await a.saveRecord('s4', record(), 60_000);
+    expect(await a.release('s4')).toBe(true);
+    expect(await admin.exists('sh:restore:s4')).toBe(0);
+    expect(await b.takeOver('s4', undefined)).toBeUndefined();
+    const deadline = Date.now() + 5_000;
+    while (heard.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(heard).toEqual([{ kind: 'ended', sessionId: 's4' }]);
+  });
+
+  it('createRedisScaleOut without internalUrl: the event store records the writer of each request stream and no fence', async () => {
+    const one = createRedisScaleOut({ url: redis.url, keyPrefix: 'sw:', instanceId: 'w1', heartbeatMs: 100 });
+    scaleOuts.push(one);
+    await one.ready(5_000);
+    const key = { sessionId: 's5', streamId: 'stream-5' };
+    await one.eventStore.createStream(key, [7]);
+    expect(await one.eventStore.writer(key)).toEqual({ instanceId: 'w1', lastSeq: 0, complete: false, requestIds: [7] });
+    await one.eventStore.append(key, 1, 'id: stream-5.1\ndata: {}\n\n', false);
+    // No owner record exists in a shared cluster: a fence would refuse nothing, and none is set.
+    await one.eventStore.append(key, 2, 'id: stream-5.2\ndata: {"id":7}\n\n', true);
+    expect(await one.eventStore.writer(key)).toEqual({ instanceId: 'w1', lastSeq: 2, complete: true, requestIds: [7] });
+    expect(await one.eventStore.writer({ sessionId: 's5', streamId: 'nope' })).toBeUndefined();
+  });
+
+  it('Redis restarted empty: an instance that holds a copy writes its record back at its next beat; meanwhile a session with no record is a 503, not a 404', async () => {
+    const a = await shared('a6', 'sr:');
+    const b = await shared('b6', 'sr:');
+    await a.claim('s6', 'alice');
+    await a.saveRecord('s6', record('error'), 60_000);
+    await admin.flushall();
+    // Within the next beats (100 ms each) b may say "unknown yet" (a rejection: 503), never "gone".
+    const deadline = Date.now() + 5_000;
+    let copy: Awaited<ReturnType<RedisSessionCluster['takeOver']>>;
+    let saidGone = 0;
+    let saidWait = 0;
+    for (;;) {
+      copy = await b.takeOver('s6', 'alice').then(
+        (found) => {
+          if (!found) saidGone++;
+          return found;
+        },
+        (error: Error) => {
+          expect(error.message).toMatch(/Redis lost its data moments ago/);
+          saidWait++;
+          return undefined;
+        },
+      );
+      if (copy || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(copy).toEqual({ record: record('error'), principal: 'alice' });
+    expect(saidGone).toBe(0);
+    expect(saidWait).toBeGreaterThan(0);
+  });
+
+  it('an empty internalUrl is refused with a message naming both choices', () => {
+    expect(() => new RedisSessionCluster({ url: redis.url, internalUrl: '' })).toThrow(/leave it out for a shared cluster/);
+  });
+});
