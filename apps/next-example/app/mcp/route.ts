@@ -30,7 +30,9 @@ function routes(): Promise<Routes> {
     );
     // On a serverless platform, `after` keeps the function alive while a call whose stream the tool
     // closed (or a task) still runs; under `next start` the process lives on anyway.
-    return { handlers: mcpNext(mcp, { waitUntil: after }), instanceName: example.instanceName };
+    // WAIT_UNTIL_FILE (the serverless simulation) counts what is kept alive instead.
+    const waitUntil = example.options.waitUntil ?? after;
+    return { handlers: mcpNext(mcp, { waitUntil }), instanceName: example.instanceName };
   });
 }
 

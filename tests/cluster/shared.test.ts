@@ -1,0 +1,122 @@
+/**
+ * A shared cluster (issue 21: `CLUSTER=shared`, no `internalUrl`; instances that cannot reach each
+ * other): two built express-example instances on one redis-server, spoken to directly (no proxy),
+ * so each request goes where the test says. One session's requests on both instances are
+ * correct: what the client sends through one instance for a call running on the other reaches it
+ * (an elicitation's answer, a cancel), a log level set through one holds on the other, a DELETE
+ * through one ends the session on both, and a session is usable on the other instance the moment
+ * its `initialize` is answered.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
+import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
+
+let cluster: TestCluster;
+let a: Instance;
+let b: Instance;
+
+beforeAll(async () => {
+  cluster = await startCluster(2, { CLUSTER: 'shared', HEARTBEAT_MS: '300', RETRY_MS: '100', LIVE_PAGE: '0' });
+  [a, b] = cluster.instances as [Instance, Instance];
+}, 60_000);
+
+afterAll(async () => {
+  await cluster?.close();
+});
+
+/** `initialize` answered by `on`, then `notifications/initialized` through `then` at once. */
+async function session(on: Instance, then: Instance): Promise<Record<string, string>> {
+  const request = initializeRequest(1);
+  request.params.capabilities = { elicitation: {} };
+  const init = await http(on.url).postSse(request);
+  const sessionId = init.response.headers.get('mcp-session-id')!;
+  await init.until((m) => m.id === 1);
+  await init.ended_();
+  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL };
+  const ack = await http(then.url).post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+  expect(ack.status, await ack.text()).toBe(202);
+  return headers;
+}
+
+const stepsOf = (blocks: { data?: string }[]) =>
+  blocks
+    .filter((b) => b.data)
+    .map((b) => JSON.parse(b.data!))
+    .filter((m) => m.method === 'notifications/message')
+    .map((m) => m.params.data.step);
+
+it('a session initialized on A is served on B at once (its record is saved before the answer goes out)', async () => {
+  for (let i = 0; i < 20; i++) {
+    const headers = await session(a, b);
+    const listed = await http(b.url).postSse({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
+    const answer = (await listed.until((m) => m.id === 2)).at(-1)!;
+    expect(JSON.parse(answer.data!).result.tools.length).toBeGreaterThan(0);
+  }
+});
+
+it("the client's answer to an elicitation asked by a call on A, posted to B, reaches A's call", async () => {
+  const headers = await session(a, b);
+  const call = await http(a.url).postSse(callTool(2, 'test_elicitation', { message: 'name?' }), headers);
+  const asked = (await call.until((m) => m.method === 'elicitation/create')).at(-1)!;
+  const question = JSON.parse(asked.data!);
+  // The server's request id names instance A, whatever its server numbered it.
+  expect(typeof question.id).toBe('string');
+  const answered = await http(b.url).post(
+    { jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { username: 'ada', email: 'ada@example.com' } } },
+    headers,
+  );
+  expect(answered.status).toBe(202);
+  const result = (await call.until((m) => m.id === 2)).at(-1)!;
+  expect(JSON.parse(result.data!).result.content[0].text).toContain('ada@example.com');
+});
+
+it('notifications/cancelled posted to B cancels the call running on A: its stream ends without an answer', async () => {
+  const headers = await session(a, b);
+  const call = await http(a.url).postSse(callTool(2, 'long_task', { steps: 50, intervalMs: 100 }), headers);
+  await call.until((m) => m.method === 'notifications/message' && m.params.data.step === 2);
+  const cancelled = await http(b.url).post(
+    { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2, reason: 'test' } },
+    headers,
+  );
+  expect(cancelled.status).toBe(202);
+  await call.ended_(3_000);
+  const messages = call.blocks.filter((blk) => blk.data).map((blk) => JSON.parse(blk.data!));
+  expect(messages.find((m) => m.id === 2)).toBeUndefined();
+  expect(stepsOf(call.blocks).length).toBeLessThan(20);
+});
+
+it('logging/setLevel through B holds for a call on A (a copy made before the change, and one made after)', async () => {
+  const headers = await session(a, b);
+  // A's copy exists (it answered initialize); B's is made by the setLevel.
+  const set = await http(b.url).postSse({ jsonrpc: '2.0', id: 2, method: 'logging/setLevel', params: { level: 'error' } }, headers);
+  await set.until((m) => m.id === 2);
+  const onA = await http(a.url).postSse(callTool(3, 'long_task', { steps: 3, intervalMs: 10 }), headers);
+  await onA.until((m) => m.id === 3);
+  expect(stepsOf(onA.blocks)).toEqual([]);
+  const onB = await http(b.url).postSse(callTool(4, 'long_task', { steps: 3, intervalMs: 10 }), headers);
+  await onB.until((m) => m.id === 4);
+  expect(stepsOf(onB.blocks)).toEqual([]);
+  // And back to info through A: B's copy hears it too.
+  const back = await http(a.url).postSse({ jsonrpc: '2.0', id: 5, method: 'logging/setLevel', params: { level: 'info' } }, headers);
+  await back.until((m) => m.id === 5);
+  const deadline = Date.now() + 5_000;
+  for (let id = 6; ; id++) {
+    const again = await http(b.url).postSse(callTool(id, 'long_task', { steps: 3, intervalMs: 10 }), headers);
+    await again.until((m) => m.id === id);
+    if (stepsOf(again.blocks).length === 3) break;
+    if (Date.now() > deadline) throw new Error('B never heard the level set through A');
+  }
+});
+
+it("a DELETE through B ends the session on A too: A's running call ends, and the session is gone everywhere", async () => {
+  const headers = await session(a, b);
+  const call = await http(a.url).postSse(callTool(2, 'long_task', { steps: 50, intervalMs: 100 }), headers);
+  await call.until((m) => m.method === 'notifications/message' && m.params.data.step === 1);
+  const deleted = await http(b.url).del(headers);
+  expect(deleted.status).toBe(200);
+  await call.ended_(3_000);
+  for (const inst of [a, b]) {
+    const after = await http(inst.url).post({ jsonrpc: '2.0', id: 9, method: 'tools/list' }, headers);
+    expect(after.status).toBe(404);
+  }
+});

@@ -1,0 +1,62 @@
+/**
+ * Issue 21: a serverless platform, simulated (tests/support/serverless.ts). Three instances (two
+ * `next start`, one express-example) in a shared cluster, no route between them, one
+ * redis-server, behind a proxy that picks a random instance per request and freezes (`SIGSTOP`)
+ * every instance with no request in flight and nothing in `waitUntil`. 50 clients of both eras
+ * (tests/serverless/workload.ts): every step once and in order, every result, no 404, no 5xx.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startServerless, type ServerlessPlatform } from '../support/serverless.js';
+import { legacyClient, taskClient, type ClientRun } from './workload.js';
+
+const LEGACY_CLIENTS = 30;
+const TASK_CLIENTS = 20;
+
+let platform: ServerlessPlatform;
+
+beforeAll(async () => {
+  platform = await startServerless({
+    apps: ['next-example', 'next-example', 'express-example'],
+    env: { HEARTBEAT_MS: '300', RETRY_MS: '100' },
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await platform?.close();
+});
+
+/** The figures a run prints (and `pnpm demo:serverless` too). */
+export function figures(platform: ServerlessPlatform, runs: ClientRun[]): string {
+  const resumes = platform.log.filter((r) => r.lastEventId).length;
+  const perInstance = platform.instances.map((_, i) => platform.log.filter((r) => r.instance === i).length);
+  return [
+    `seed ${platform.seed}: ${runs.length} clients (${runs.filter((r) => r.era === '2025-11-25').length} SDK v1 on 2025-11-25, ${runs.filter((r) => r.era === '2026-07-28').length} SDK v2 + ext-tasks on 2026-07-28)`,
+    `calls ${runs.reduce((n, r) => n + r.calls, 0)}, long_task steps heard ${runs.reduce((n, r) => n + r.events, 0)}, resumes (GET + Last-Event-ID) ${resumes}`,
+    `requests per instance ${perInstance.join(' / ')}, freezes ${platform.freezes.join(' / ')}, thaws ${platform.thaws.join(' / ')}, sessions restored ${platform.restores().join(' / ')}`,
+    `statuses ${JSON.stringify(Object.fromEntries([...new Set(platform.log.map((r) => r.status))].sort().map((s) => [s, platform.log.filter((r) => r.status === s).length])))}`,
+  ].join('\n');
+}
+
+it('50 clients of both eras on 3 instances that freeze when idle: every step once and in order, every result, no 404, no 5xx', async () => {
+  const runs = await Promise.all([
+    ...Array.from({ length: LEGACY_CLIENTS }, async (_, i) => {
+      // Spread over ~6 s, so instances go idle (and freeze) between requests.
+      await new Promise((resolve) => setTimeout(resolve, i * 200));
+      return legacyClient(platform.url, `legacy-${i}`);
+    }),
+    ...Array.from({ length: TASK_CLIENTS }, async (_, i) => {
+      await new Promise((resolve) => setTimeout(resolve, 100 + i * 300));
+      return taskClient(platform.url, `tasks-${i}`);
+    }),
+  ]);
+  console.log(figures(platform, runs));
+  const failed = runs.filter((r) => r.problems.length > 0 || r.errors.length > 0);
+  expect(failed, `${JSON.stringify(failed, null, 1)}\n${platform.outputs()}`).toEqual([]);
+  const bad = platform.log.filter((r) => r.status === 404 || r.status >= 500);
+  expect(bad, JSON.stringify(bad)).toEqual([]);
+  // The platform did freeze and thaw instances, and calls were resumed on other instances.
+  expect(platform.freezes.reduce((a, b) => a + b, 0)).toBeGreaterThan(platform.instances.length);
+  expect(platform.thaws.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+  expect(platform.log.filter((r) => r.lastEventId).length).toBeGreaterThanOrEqual(LEGACY_CLIENTS);
+  expect(platform.restores().reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+}, 120_000);

@@ -1,0 +1,106 @@
+/**
+ * What the clients of the serverless simulation do (issue 21), for tests/serverless/*.test.ts and
+ * `pnpm demo:serverless`: SDK v1 clients (2025-11-25) poll `long_task` with `closeEvery` and answer
+ * an elicitation mid-call; SDK v2 clients with `@modelcontextprotocol/ext-tasks` (2026-07-28) run
+ * `long_task` as a task and answer `confirm_delete`'s question through `tasks/update`. Each run
+ * is audited: every step once and in order, every result as the fixture gives it.
+ */
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { createTaskSessionFromClient, type JsonRpcResponse } from '@modelcontextprotocol/ext-tasks/client';
+import { connectClient, oneTo } from '../cluster/clients.js';
+import { modernAnswer, routingHeaders } from '../support/modern.js';
+
+const MODERN = '2026-07-28';
+const clientInfo = { name: 'serverless-task-client', version: '1.0.0' };
+
+export const LONG_TASK = { steps: 6, intervalMs: 120, closeEvery: 2, retryMs: 100 };
+
+/** What one client did, and what went wrong (empty when its audit passed). */
+export interface ClientRun {
+  name: string;
+  era: '2025-11-25' | '2026-07-28';
+  calls: number;
+  /** `long_task` steps the client heard (log notifications, or the task's status messages for a task). */
+  events: number;
+  problems: string[];
+  /** The JSON-RPC error a call ended with, if any (e.g. the lost-instance error). */
+  errors: string[];
+}
+
+/** An SDK v1 client: `long_task` polled with `closeEvery`, then `test_elicitation`, answered through whichever instance. */
+export async function legacyClient(url: string, name: string): Promise<ClientRun> {
+  const run: ClientRun = { name, era: '2025-11-25', calls: 0, events: 0, problems: [], errors: [] };
+  const client = await connectClient(url, name);
+  try {
+    try {
+      run.calls++;
+      const result = await client.callLongTask(LONG_TASK, { timeoutMs: 45_000 });
+      run.events += client.steps.length;
+      const text = JSON.stringify(result.content);
+      if (text !== JSON.stringify([{ type: 'text', text: `completed ${LONG_TASK.steps} steps` }]))
+        run.problems.push(`long_task answered ${text}`);
+      if (JSON.stringify(client.steps) !== JSON.stringify(oneTo(LONG_TASK.steps)))
+        run.problems.push(`steps ${JSON.stringify(client.steps)}`);
+    } catch (error) {
+      run.errors.push((error as Error).message);
+    }
+    run.calls++;
+    try {
+      const asked = await client.client.callTool({ name: 'test_elicitation', arguments: { message: 'who are you?' } }, undefined, {
+        timeout: 45_000,
+      });
+      const text = JSON.stringify(asked.content);
+      if (!text.includes('action=accept') || !text.includes(name)) run.problems.push(`test_elicitation answered ${text}`);
+    } catch (error) {
+      run.errors.push((error as Error).message);
+    }
+  } finally {
+    await client.close();
+  }
+  return run;
+}
+
+/** An SDK v2 client with ext-tasks: `long_task` as a task, then `confirm_delete` answered mid-task. */
+export async function taskClient(url: string, name: string): Promise<ClientRun> {
+  const run: ClientRun = { name, era: '2026-07-28', calls: 0, events: 0, problems: [], errors: [] };
+  let id = 0;
+  const rawDispatch = async (request: any, options: { signal?: AbortSignal; context?: { headers?: Record<string, string> } } = {}) => {
+    const body = { jsonrpc: '2.0', id: `${name}-${++id}`, ...request };
+    const extra = Object.entries(options.context?.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]);
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { ...routingHeaders(body), ...Object.fromEntries(extra) },
+      body: JSON.stringify(body),
+      signal: options.signal,
+    });
+    const { answer } = await modernAnswer(response);
+    return (answer.error ? { kind: 'error', error: answer.error } : { kind: 'result', result: answer.result }) as JsonRpcResponse;
+  };
+  const client = new Client(clientInfo, { versionNegotiation: { mode: { pin: MODERN } } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  const session = createTaskSessionFromClient(client, {
+    endpointId: url,
+    rawDispatch,
+    v2RequestFraming: { protocolVersion: MODERN, clientInfo, clientCapabilities: { elicitation: {} } },
+    onInputRequest: async () => ({ action: 'accept', content: { confirm: true } }) as never,
+  });
+  try {
+    run.calls++;
+    const execution = await session.callTool('long_task', { ...LONG_TASK }, { metadata: { 'io.modelcontextprotocol/logLevel': 'info' } });
+    const { outcome } = await execution.settle();
+    const text = JSON.stringify(outcome.status === 'completed' ? outcome.result : outcome);
+    if (!text.includes(`completed ${LONG_TASK.steps} steps`)) run.problems.push(`long_task task ended ${text}`);
+    else run.events += LONG_TASK.steps;
+    run.calls++;
+    const asked = await session.callTool('confirm_delete', { filename: 'report.txt' });
+    const settled = await asked.settle();
+    const said = JSON.stringify(settled.outcome.status === 'completed' ? settled.outcome.result : settled.outcome);
+    if (!said.includes("deleted 'report.txt'")) run.problems.push(`confirm_delete task ended ${said}`);
+  } catch (error) {
+    run.errors.push((error as Error).message);
+  } finally {
+    await session.close();
+    await client.close();
+  }
+  return run;
+}
