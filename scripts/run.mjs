@@ -69,6 +69,17 @@ const CHECKS_LANE_TESTS = [
 ];
 
 /**
+ * The cluster suites that run a second time in a shared cluster (no internalUrl, issue 21), in the
+ * checks lane: MCP_KIT_CLUSTER=shared makes tests/support/cluster.ts start every instance so.
+ */
+const SHARED_CLUSTER_TESTS = [
+  'tests/cluster/rolling-restart.test.ts',
+  'tests/cluster/crash.test.ts',
+  'tests/cluster/principals.test.ts',
+  'tests/cluster/tasks.test.ts',
+];
+
+/**
  * `npm test`. After install and build, two lanes run at once on the machine's two cores: vitest
  * (one worker: its files start servers and wait on them), and the checks that need no vitest
  * (typecheck, lint, the bench's short mode, the conformance suite against every example app).
@@ -120,6 +131,14 @@ async function test() {
     // The benchmark is not a test: CI only checks that its short mode still runs end to end.
     { name: 'bench --short', cmd: 'npx', args: [...PNPM, 'run', 'bench', '--short'], counts: 'one' },
     ...conformanceStages(),
+    {
+      name: 'vitest (shared cluster)',
+      cmd: 'npx',
+      args: vitestRun('results/vitest-shared.json', SHARED_CLUSTER_TESTS),
+      env: { MCP_KIT_CLUSTER: 'shared' },
+      counts: 'vitest',
+      report: 'results/vitest-shared.json',
+    },
     {
       name: 'vitest (checks lane)',
       cmd: 'npx',

@@ -6,11 +6,15 @@
  * running on the dead one end with the clear "instance was lost" error once its heartbeat expired;
  * the idle sessions it held are restored where their next request lands, for the same client, with
  * the same capabilities and log level.
+ *
+ * Run in both cluster modes (MCP_KIT_CLUSTER=shared: no internalUrl, issue 21). In a shared cluster
+ * a call runs on the instance its POST reached (not on the session's first instance), and every
+ * instance a request reaches makes its own copy of the session: no forwarding, no single restore.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { http, openSession } from '../support/sse.js';
-import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
+import { CLUSTER_MODE, startCluster, type Instance, type TestCluster } from '../support/cluster.js';
 import { connectClient, Counter, oneTo, type ClusterClient, type LongTask } from './clients.js';
 
 const HEARTBEAT_MS = 500;
@@ -27,6 +31,14 @@ const LONG: LongTask = { steps: 24, intervalMs: 150, closeEvery: 4, retryMs: 200
 
 let cluster: TestCluster;
 const clients: ClusterClient[] = [];
+const SHARED = CLUSTER_MODE === 'shared';
+
+/** Where a client's current call runs: its session's owner, or (shared) the instance its tools/call reached. */
+function runsOn(c: ClusterClient, owner: string): string {
+  if (!SHARED) return owner;
+  const posted = cluster.proxy.log.filter((r) => r.sessionId === c.sessionId && r.kind === 'request:tools/call').at(-1);
+  return posted?.servedBy ?? owner;
+}
 
 beforeAll(async () => {
   cluster = await startCluster(3, ENV);
@@ -121,10 +133,11 @@ describe('SIGKILL of one of three instances', () => {
     await Promise.all(idleChecks);
 
     // Calls on the surviving instances: every step once, in order, and the result.
+    const lostCalls = [...busy].flatMap(([name, list]) => list.filter((c) => runsOn(c, name) === victim.name));
     for (const [name, list] of busy) {
       for (const c of list) {
         const outcome = outcomes.get(c)!;
-        if (name === victim.name) continue;
+        if (runsOn(c, name) === victim.name) continue;
         expect(outcome.error, `${c.name} on ${name}`).toBeUndefined();
         expect(outcome.result).toMatchObject({ content: [{ type: 'text', text: `completed ${LONG.steps} steps` }] });
         expect(c.steps).toEqual(oneTo(LONG.steps));
@@ -133,7 +146,7 @@ describe('SIGKILL of one of three instances', () => {
     // Calls on the dead instance: the lost-instance error, within the heartbeat window, one owner
     // check and the retry hint (plus slack for a loaded machine), and no step twice.
     const lostWithinMs: number[] = [];
-    for (const c of busy.get(victim.name)!) {
+    for (const c of lostCalls) {
       const outcome = outcomes.get(c)!;
       expect(outcome.error, `${c.name}: ${JSON.stringify(outcome.result)}`).toBeInstanceOf(McpError);
       const error = outcome.error as McpError;
@@ -153,22 +166,25 @@ describe('SIGKILL of one of three instances', () => {
         .concat(busy.get(victim.name)!)
         .map((c) => [c.sessionId, c]),
     );
+    const everyone = new Map(clients.map((c) => [c.sessionId, c]));
     for (const r of restores) {
-      const c = victims.get(r.sessionId);
+      // Shared: any instance copies any session a request brings it, each for its own client.
+      const c = SHARED ? everyone.get(r.sessionId) : victims.get(r.sessionId);
       expect(c, `restored a session the dead instance did not hold: ${JSON.stringify(r)}`).toBeDefined();
       expect(r.client).toBe(`${c!.name}/1.0.0`);
       expect(r.caps).toBe('sampling,elicitation');
-      expect(r.on).not.toBe(victim.name);
+      if (!SHARED) expect(r.on).not.toBe(victim.name);
     }
     const idleRestored = idle.get(victim.name)!.map((c) => restores.filter((r) => r.sessionId === c.sessionId).length);
-    expect(idleRestored).toEqual(idle.get(victim.name)!.map(() => 1));
+    if (!SHARED) expect(idleRestored).toEqual(idle.get(victim.name)!.map(() => 1));
     expect(proxy.log.filter((r) => r.status === 404)).toEqual([]);
 
     console.log(
       `[crash] ${JSON.stringify({
         heartbeatMs: HEARTBEAT_MS,
         heartbeatWindowMs: HEARTBEAT_WINDOW_MS,
-        callsSurvived: [...busy].filter(([n]) => n !== victim.name).flatMap(([, l]) => l).length,
+        mode: CLUSTER_MODE,
+        callsSurvived: busy.size * BUSY_PER_INSTANCE - lostWithinMs.length,
         callsLost: lostWithinMs.length,
         lostErrorAfterMs: lostWithinMs,
         boundMs: bound,
@@ -181,59 +197,72 @@ describe('SIGKILL of one of three instances', () => {
 });
 
 describe('two instances racing to restore one session', () => {
-  it('one instance builds the server, the other forwards to it; both requests are answered', async () => {
-    const { instances } = cluster;
-    for (const i of instances) if (!i.alive) await i.start();
-    const [owner, a, b] = instances as [Instance, Instance, Instance];
-    // Sessions owned by one instance, which then drains: they are handed off, their records stay.
-    const sessions = await Promise.all(Array.from({ length: 12 }, () => openSession(http(owner.url))));
-    await owner.stop('SIGTERM');
-    const rounds = await Promise.all(
-      sessions.map(async ({ sessionId, headers }, k) => {
-        // Two requests of one client in flight at once carry two ids: with one id, whichever
-        // reached the winner second was refused as a duplicate (400) when the first still ran.
-        const ask = async (inst: Instance, id: number) => {
-          const body = { jsonrpc: '2.0', id, method: 'tools/list' };
-          const res = await http(inst.url).post(body, { ...headers, accept: 'application/json, text/event-stream' });
-          const text = await res.text();
-          return {
-            sentTo: inst.name,
-            status: res.status,
-            servedBy: res.headers.get('x-served-by'),
-            answered: text.includes(`"id":${id}`),
+  const title = SHARED
+    ? 'shared: each instance builds its own copy and answers its own request'
+    : 'one instance builds the server, the other forwards to it; both requests are answered';
+  it(
+    title,
+    async () => {
+      const { instances } = cluster;
+      for (const i of instances) if (!i.alive) await i.start();
+      const [owner, a, b] = instances as [Instance, Instance, Instance];
+      // Sessions owned by one instance, which then drains: they are handed off, their records stay.
+      const sessions = await Promise.all(Array.from({ length: 12 }, () => openSession(http(owner.url))));
+      await owner.stop('SIGTERM');
+      const rounds = await Promise.all(
+        sessions.map(async ({ sessionId, headers }, k) => {
+          // Two requests of one client in flight at once carry two ids: with one id, whichever
+          // reached the winner second was refused as a duplicate (400) when the first still ran.
+          const ask = async (inst: Instance, id: number) => {
+            const body = { jsonrpc: '2.0', id, method: 'tools/list' };
+            const res = await http(inst.url).post(body, { ...headers, accept: 'application/json, text/event-stream' });
+            const text = await res.text();
+            return {
+              sentTo: inst.name,
+              status: res.status,
+              servedBy: res.headers.get('x-served-by'),
+              answered: text.includes(`"id":${id}`),
+            };
           };
-        };
-        // Both at once, each straight to its instance.
-        const [fromA, fromB] = await Promise.all([ask(a, 100 + k), ask(b, 200 + k)]);
-        return { sessionId, fromA, fromB };
-      }),
-    );
-    await owner.start();
-    const builtIn = (sessionId: string) =>
-      [a, b].flatMap((i) =>
-        restoredIn(i)
-          .filter((m) => m[1] === sessionId)
-          .map(() => i.name),
+          // Both at once, each straight to its instance.
+          const [fromA, fromB] = await Promise.all([ask(a, 100 + k), ask(b, 200 + k)]);
+          return { sessionId, fromA, fromB };
+        }),
       );
-    let forwarded = 0;
-    let built = 0;
-    for (const { sessionId, fromA, fromB } of rounds) {
-      expect([fromA.status, fromB.status, fromA.answered, fromB.answered], sessionId).toEqual([200, 200, true, true]);
-      // One winner served both: its own request, and the other's, which was forwarded to it.
-      expect(fromA.servedBy).toBe(fromB.servedBy);
-      expect(builtIn(sessionId)).toEqual([fromA.servedBy]);
-      built += builtIn(sessionId).length;
-      forwarded += [fromA, fromB].filter((r) => r.servedBy !== r.sentTo).length;
-    }
-    expect(forwarded).toBe(rounds.length);
-    console.log(
-      `[restore race] ${JSON.stringify({
-        sessions: rounds.length,
-        requests: rounds.length * 2,
-        serversBuilt: built,
-        forwarded,
-        winners: Object.fromEntries([a.name, b.name].map((n) => [n, rounds.filter((r) => r.fromA.servedBy === n).length])),
-      })}`,
-    );
-  }, 60_000);
+      await owner.start();
+      const builtIn = (sessionId: string) =>
+        [a, b].flatMap((i) =>
+          restoredIn(i)
+            .filter((m) => m[1] === sessionId)
+            .map(() => i.name),
+        );
+      let forwarded = 0;
+      let built = 0;
+      for (const { sessionId, fromA, fromB } of rounds) {
+        expect([fromA.status, fromB.status, fromA.answered, fromB.answered], sessionId).toEqual([200, 200, true, true]);
+        built += builtIn(sessionId).length;
+        forwarded += [fromA, fromB].filter((r) => r.servedBy !== r.sentTo).length;
+        if (SHARED) {
+          // Nobody owns it: each instance served the request it got, with a copy of its own.
+          expect([fromA.servedBy, fromB.servedBy]).toEqual([a.name, b.name]);
+          expect(builtIn(sessionId).sort()).toEqual([a.name, b.name]);
+          continue;
+        }
+        // One winner served both: its own request, and the other's, which was forwarded to it.
+        expect(fromA.servedBy).toBe(fromB.servedBy);
+        expect(builtIn(sessionId)).toEqual([fromA.servedBy]);
+      }
+      expect(forwarded).toBe(SHARED ? 0 : rounds.length);
+      console.log(
+        `[restore race] ${JSON.stringify({
+          sessions: rounds.length,
+          requests: rounds.length * 2,
+          serversBuilt: built,
+          forwarded,
+          winners: Object.fromEntries([a.name, b.name].map((n) => [n, rounds.filter((r) => r.fromA.servedBy === n).length])),
+        })}`,
+      );
+    },
+    60_000,
+  );
 });

@@ -3,7 +3,9 @@
  * request never restores it (403, as on the owner), whether the owner handed the session off
  * (draining) or crashed. Two Express instances in this process, each with its own Redis
  * connections to one real redis-server and an auth step that sets `req.auth` the way a bearer
- * middleware would; they reach each other over real HTTP.
+ * middleware would; they reach each other over real HTTP. With MCP_KIT_CLUSTER=shared (issue 21)
+ * they have no internalUrl and never reach each other: there are no owners, and the principal the
+ * record was saved with is all that stands between a session and another principal.
  */
 import { createServer, type Server } from 'node:http';
 import express from 'express';
@@ -14,6 +16,9 @@ import { mcpExpress } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { createRedisClient, createRedisScaleOut, whenReady } from '@mcp-kit/redis';
 import { freePort, startRedis, type TestRedis } from '../support/redis.js';
+import { CLUSTER_MODE } from '../support/cluster.js';
+
+const SHARED = CLUSTER_MODE === 'shared';
 import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
 
 const HEARTBEAT_MS = 500;
@@ -61,7 +66,7 @@ async function startNode(name: string): Promise<Node> {
   const url = `http://127.0.0.1:${port}/mcp`;
   // Its own connection, so a crash can cut it without a goodbye to Redis.
   const client = createRedisClient(redis.url);
-  const scaleOut = createRedisScaleOut({ client, internalUrl: url, heartbeatMs: HEARTBEAT_MS });
+  const scaleOut = createRedisScaleOut({ client, ...(SHARED ? {} : { internalUrl: url }), heartbeatMs: HEARTBEAT_MS });
   const handler = createMcpHandler({
     server: () => createFixtureServer(),
     retryMs: 100,
@@ -222,9 +227,10 @@ describe('restore records are bound to their principal', () => {
       expect(attempt.text).toContain('another principal');
     }
     expect(b.handler.sessionCount).toBe(0);
-    expect(JSON.parse((await keys(sessionId)).owner!)).toMatchObject({ u: a.url });
+    if (!SHARED) expect(JSON.parse((await keys(sessionId)).owner!)).toMatchObject({ u: a.url });
     const again = await aliceAgain(b.url, sessionId);
     expect(again).toMatchObject({ status: 200, servedBy: 'B' });
-    expect(JSON.parse((await keys(sessionId)).owner!)).toMatchObject({ u: b.url });
+    if (SHARED) expect((await keys(sessionId)).owner).toBeNull();
+    else expect(JSON.parse((await keys(sessionId)).owner!)).toMatchObject({ u: b.url });
   });
 });

@@ -6,11 +6,13 @@
  * other instances) and is started again, while the clients keep going. Nothing may be lost: every
  * call completes, every step arrives once and in order, no 404, no client starts a new session.
  *
- * CLUSTER_CLIENTS sets the number of clients (see CLIENTS below).
+ * CLUSTER_CLIENTS sets the number of clients (see CLIENTS below). MCP_KIT_CLUSTER=shared runs it in
+ * a shared cluster (no internalUrl, issue 21), where the proxy takes an instance out of rotation
+ * before its SIGTERM, since a draining instance has no peer to hand requests over to.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { count, Rng, seedFor } from '../reliability/random.js';
-import { startCluster, type TestCluster } from '../support/cluster.js';
+import { CLUSTER_MODE, startCluster, type TestCluster } from '../support/cluster.js';
 import { connectClient, Counter, oneTo, type ClusterClient, type LongTask } from './clients.js';
 
 // 200 in CI (the issue's number; ~50 s on 2 cores). Under LONG=1 (`pnpm test:chaos`) 300: one
@@ -26,6 +28,7 @@ const DRAIN_EXIT_MS = Number(ENV.DRAIN_MS) + 10_000;
 
 let cluster: TestCluster;
 let clients: ClusterClient[] = [];
+const SHARED = CLUSTER_MODE === 'shared';
 
 beforeAll(async () => {
   cluster = await startCluster(3, ENV);
@@ -120,17 +123,21 @@ describe('rolling restart of three Redis-backed instances', () => {
 
     const restarts: Restart[] = [];
     const rollStarted = Date.now();
-    for (const inst of instances) {
+    for (const [index, inst] of instances.entries()) {
       // Enough traffic between restarts that every instance holds sessions and running calls.
       await within(60_000, `${CLIENTS} more calls`, calls.reach(calls.value + CLIENTS));
       const before = new Set(instances.flatMap((i) => restoredLines(i.output).map((r) => r.sessionId)));
       const callsRunning = [...running].length;
       const t0 = Date.now();
+      // Shared (no internalUrl): a draining instance cannot hand a request over; the load balancer
+      // takes it out of rotation first, as a readiness probe or the platform does.
+      if (SHARED) proxy.setDown(index, true);
       await within(DRAIN_EXIT_MS, `${inst.name} to exit after SIGTERM`, inst.stop('SIGTERM'));
       const exitMs = Date.now() - t0;
       const drainMs = Number(/drained in (\d+) ms/.exec(inst.runOutput)?.[1] ?? NaN);
       const restoredWhileDraining = restoredLines(inst.runOutput.slice(inst.runOutput.indexOf('draining (deadline'))).length;
       await inst.start();
+      if (SHARED) proxy.setDown(index, false);
       const after = instances.flatMap((i) => restoredLines(i.output).map((r) => r.sessionId));
       const at: Restart['at'] = [t0 - started, t0 + exitMs - started, Date.now() - started];
       const restored = after.filter((s) => !before.has(s)).length;
@@ -177,9 +184,12 @@ describe('rolling restart of three Redis-backed instances', () => {
     expect(log.filter((r) => r.status >= 500)).toEqual([]);
     expect(log.filter((r) => r.kind === 'initialize').length).toBe(CLIENTS);
     expect(reinitialized.map((c) => c.name)).toEqual([]);
-    // Every instance drained with calls running, within its deadline, and its sessions moved on.
+    // Every instance drained with calls running, within its deadline, and its sessions moved on
+    // (shared: every instance holds copies of any session anyway, and a draining one serves a
+    // request that raced its removal from the rotation with a copy of its own).
     for (const r of restarts) {
       expect(r.drainMs, JSON.stringify(r)).toBeLessThan(Number(ENV.DRAIN_MS));
+      if (SHARED) continue;
       expect(r.restored, JSON.stringify(r)).toBeGreaterThan(0);
       expect(r.restoredWhileDraining, JSON.stringify(r)).toBe(0);
     }

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startServerless, type ServerlessPlatform } from '../support/serverless.js';
-import { legacyClient, taskClient, type ClientRun } from './workload.js';
+import { figures, legacyClient, taskClient } from './workload.js';
 
 const LEGACY_CLIENTS = 30;
 const TASK_CLIENTS = 20;
@@ -24,18 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await platform?.close();
 });
-
-/** The figures a run prints (and `pnpm demo:serverless` too). */
-export function figures(platform: ServerlessPlatform, runs: ClientRun[]): string {
-  const resumes = platform.log.filter((r) => r.lastEventId).length;
-  const perInstance = platform.instances.map((_, i) => platform.log.filter((r) => r.instance === i).length);
-  return [
-    `seed ${platform.seed}: ${runs.length} clients (${runs.filter((r) => r.era === '2025-11-25').length} SDK v1 on 2025-11-25, ${runs.filter((r) => r.era === '2026-07-28').length} SDK v2 + ext-tasks on 2026-07-28)`,
-    `calls ${runs.reduce((n, r) => n + r.calls, 0)}, long_task steps heard ${runs.reduce((n, r) => n + r.events, 0)}, resumes (GET + Last-Event-ID) ${resumes}`,
-    `requests per instance ${perInstance.join(' / ')}, freezes ${platform.freezes.join(' / ')}, thaws ${platform.thaws.join(' / ')}, sessions restored ${platform.restores().join(' / ')}`,
-    `statuses ${JSON.stringify(Object.fromEntries([...new Set(platform.log.map((r) => r.status))].sort().map((s) => [s, platform.log.filter((r) => r.status === s).length])))}`,
-  ].join('\n');
-}
 
 it('50 clients of both eras on 3 instances that freeze when idle: every step once and in order, every result, no 404, no 5xx', async () => {
   const runs = await Promise.all([

@@ -9,6 +9,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { createTaskSessionFromClient, type JsonRpcResponse } from '@modelcontextprotocol/ext-tasks/client';
 import { connectClient, oneTo } from '../cluster/clients.js';
 import { modernAnswer, routingHeaders } from '../support/modern.js';
+import type { ServerlessPlatform } from '../support/serverless.js';
 
 const MODERN = '2026-07-28';
 const clientInfo = { name: 'serverless-task-client', version: '1.0.0' };
@@ -103,4 +104,16 @@ export async function taskClient(url: string, name: string): Promise<ClientRun> 
     await client.close();
   }
   return run;
+}
+
+/** The figures a run prints (and `pnpm demo:serverless` too). */
+export function figures(platform: ServerlessPlatform, runs: ClientRun[]): string {
+  const resumes = platform.log.filter((r) => r.lastEventId).length;
+  const perInstance = platform.instances.map((_, i) => platform.log.filter((r) => r.instance === i).length);
+  return [
+    `seed ${platform.seed}: ${runs.length} clients (${runs.filter((r) => r.era === '2025-11-25').length} SDK v1 on 2025-11-25, ${runs.filter((r) => r.era === '2026-07-28').length} SDK v2 + ext-tasks on 2026-07-28)`,
+    `calls ${runs.reduce((n, r) => n + r.calls, 0)}, long_task steps heard ${runs.reduce((n, r) => n + r.events, 0)}, resumes (GET + Last-Event-ID) ${resumes}`,
+    `requests per instance ${perInstance.join(' / ')}, freezes ${platform.freezes.join(' / ')}, thaws ${platform.thaws.join(' / ')}, sessions restored ${platform.restores().join(' / ')}`,
+    `statuses ${JSON.stringify(Object.fromEntries([...new Set(platform.log.map((r) => r.status))].sort().map((s) => [s, platform.log.filter((r) => r.status === s).length])))}`,
+  ].join('\n');
 }

@@ -10,6 +10,9 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { freePort, startRedis, type TestRedis } from './redis.js';
 
+/** The cluster mode the suites run in: `forward` (instances reach each other at INTERNAL_URL, the default) or `shared`. */
+export const CLUSTER_MODE: 'forward' | 'shared' = process.env.MCP_KIT_CLUSTER === 'shared' ? 'shared' : 'forward';
+
 export type ExampleAppName = 'express-example' | 'koa-example' | 'next-example';
 export const EXAMPLE_APPS: readonly ExampleAppName[] = ['express-example', 'koa-example', 'next-example'];
 
@@ -64,6 +67,8 @@ export interface Instance {
  */
 export function instance(name: string, port: number, env: Record<string, string>, app: ExampleAppName = 'express-example'): Instance {
   const command = launch(app, port);
+  // MCP_KIT_CLUSTER=shared runs a cluster suite in the other mode (issue 21): no internalUrl.
+  if (CLUSTER_MODE === 'shared' && env.REDIS_URL && env.CLUSTER === undefined) env = { ...env, CLUSTER: 'shared' };
   let child: ChildProcess | undefined;
   let output = '';
   let runStart = 0;

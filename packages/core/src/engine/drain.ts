@@ -9,10 +9,13 @@ import type { EngineContext } from './context.js';
 /**
  * Whether this request is this instance's to serve while it drains: one another instance
  * forwarded here because this instance owns its session (an answer to a question a running call
- * asked, a call on a busy session) is; anything a client sent here directly goes to a peer.
+ * asked, a call on a busy session) is; anything a client sent here directly goes to a peer. In a
+ * shared cluster there is no peer to hand it to, and any instance may serve it: it is served here
+ * (the load balancer is to stop sending requests to a draining instance; a call still running at
+ * the deadline ends with the lost-call error for its client).
  */
 export function servedWhileDraining(ctx: EngineContext, req: CoreRequest): boolean {
-  return fromPeer(ctx.options.cluster, req, FORWARDED_HEADER);
+  return ctx.options.cluster?.shared === true || fromPeer(ctx.options.cluster, req, FORWARDED_HEADER);
 }
 
 /**

@@ -41,8 +41,8 @@ export async function restore(
   sessionId: string,
   principal: string | undefined,
 ): Promise<SessionResolution> {
-  // A draining instance takes nothing over: a peer will.
-  if (ctx.draining) return { kind: 'moved' };
+  // A draining instance takes nothing over: a peer will (shared: nobody takes anything over).
+  if (ctx.draining && !ctx.options.cluster!.shared) return { kind: 'moved' };
   let taken: TakeOver | undefined;
   try {
     taken = await ctx.options.cluster!.takeOver!(sessionId, principal);
