@@ -172,7 +172,7 @@ describe('waitUntil and maxCallDurationMs: options and the fetch bridge', () => 
   });
 });
 
-describe('calls that outlive their response: next start (mcpNext with waitUntil: after)', () => {
+describe("calls that outlive their response: next start (mcpNext's default waitUntil, Next's after)", () => {
   let sut: ServerUnderTest | undefined;
   afterEach(async () => {
     await sut?.close();

@@ -22,11 +22,12 @@ export interface McpNextOptions {
   localAddress?: string;
   /**
    * Keeps a serverless function alive while a call whose stream the tool closed, or a task, still
-   * runs: pass Next's `after` (`import { after } from 'next/server'`, Next 15.1+), or
-   * `waitUntil` from `@vercel/functions`. Set `maxCallDurationMs` on the handler below the route's
-   * `maxDuration`. Default: none (on `next start` the process lives on anyway).
+   * runs: Next's `after` by default (Next 15.1+, where `next/server` has it; not when the handler
+   * has a `waitUntil` of its own), or pass your own (`waitUntil` from `@vercel/functions`), or
+   * `false` for none. Set `maxCallDurationMs` on the handler below the route's `maxDuration`. (On
+   * `next start` the process lives on anyway.)
    */
-  waitUntil?: (work: Promise<void>) => void;
+  waitUntil?: ((work: Promise<void>) => void) | false;
 }
 
 /** A Next.js App Router route handler. */
@@ -64,10 +65,35 @@ export interface McpRouteHandlers {
  * ```
  */
 export function mcpNext(handler: McpHandler, options: McpNextOptions = {}): McpRouteHandlers {
-  const fetchHandler = toFetchHandler(handler, options);
+  // Next's `after` unless told otherwise, or the handler has a `waitUntil` of its own.
+  const { waitUntil = handler.options.waitUntil ? false : nextAfter, ...rest } = options;
+  const fetchHandler = toFetchHandler(handler, { ...rest, ...(waitUntil === false ? {} : { waitUntil }) });
   // Next passes `{ params }` as the second argument; keep it away from the bridge's call context.
   const route: McpRouteHandler = (request) => fetchHandler(request);
   return { GET: route, POST: route, DELETE: route, PUT: route, PATCH: route };
+}
+
+/** Next's own `after`, once `next/server` is loaded (`undefined` before 15.1, or outside Next). */
+let after: ((work: Promise<void>) => void) | undefined;
+void import('next/server' as string).then(
+  (module: { after?: unknown }) => {
+    if (typeof module.after === 'function') after = module.after as (work: Promise<void>) => void;
+  },
+  () => {}, // not in a Next app: there is no `after` to default to
+);
+
+/**
+ * The default `waitUntil`: Next's `after`, when this Next has it and the call comes within a
+ * request (it throws outside one, e.g. a handler called by a test: then nothing is registered).
+ */
+function nextAfter(work: Promise<void>): void {
+  if (!after) return;
+  try {
+    after(work);
+  } catch (error) {
+    // Outside a request scope there is nothing to keep alive; anything else reaches onError.
+    if (!String((error as Error)?.message).includes('outside a request scope')) throw error;
+  }
 }
 
 /**

@@ -2,7 +2,6 @@ import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
 import { instrumentOpenTelemetry } from '@mcp-kit/core/otel';
 import { exampleApp, type ExampleApp } from '@mcp-kit/fixtures/example-app';
 import { getOrCreate, mcpNext, type McpRouteHandler, type McpRouteHandlers } from '@mcp-kit/next';
-import { after } from 'next/server';
 
 // PORT, HOST, MCP_SDK, REDIS_URL (scale-out), HIBERNATE_MS, INSTANCE_NAME, …: see
 // packages/fixtures/src/example-app.ts, which every example app shares.
@@ -28,11 +27,11 @@ function routes(): Promise<Routes> {
       () => console.log(example.describe()),
       (error: Error) => console.error(`next-example: Redis: ${error.message}`),
     );
-    // On a serverless platform, `after` keeps the function alive while a call whose stream the tool
-    // closed (or a task) still runs; under `next start` the process lives on anyway.
-    // WAIT_UNTIL_FILE (the serverless simulation) counts what is kept alive instead.
-    const waitUntil = example.options.waitUntil ?? after;
-    return { handlers: mcpNext(mcp, { waitUntil }), instanceName: example.instanceName };
+    // On a serverless platform, Next's `after` (mcpNext's default) keeps the function alive while a
+    // call whose stream the tool closed (or a task) still runs; under `next start` the process lives
+    // on anyway. With WAIT_UNTIL_FILE (the serverless simulation) the handler has a `waitUntil` of
+    // its own, which counts what is kept alive, and mcpNext leaves `after` out.
+    return { handlers: mcpNext(mcp), instanceName: example.instanceName };
   });
 }
 
