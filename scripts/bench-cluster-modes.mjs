@@ -12,89 +12,28 @@
 // Then the first request of a session on an instance that has never seen it: a forward in one
 // mode, a restore from the record in the other. Redis runs on loopback; CONCURRENCY sessions call
 // in parallel for DURATION_MS per row, rows interleaved twice (ROUNDS) to spread drift.
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
-import { createServer as netServer } from 'node:net';
-import { createMcpHandler, handleNodeRequest } from '@mcp-kit/core';
-import { createFixtureServer } from '@mcp-kit/fixtures';
 import { createRedisScaleOut } from '../packages/redis/dist/index.js';
+import { HEADERS, serve, session, startRedis } from './bench-support.mjs';
 
 const DURATION_MS = Number(process.env.DURATION_MS ?? 4_000);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 8);
 const ROUNDS = Number(process.env.ROUNDS ?? 2);
 const FIRSTS = Number(process.env.FIRSTS ?? 200);
 
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = netServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-
-async function startRedis() {
-  const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
-  child.on('error', (e) => {
-    console.error(`redis-server could not start (${e.message}); install it: apt-get install -y redis-server`);
-    process.exit(1);
-  });
-  for (let i = 0; i < 100; i++) {
-    const up = await new Promise((resolve) => {
-      const s = netServer();
-      const c = s.listen(port, '127.0.0.1');
-      c.once('error', () => resolve(true));
-      c.once('listening', () => s.close(() => resolve(false)));
-    });
-    if (up) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return { url: `redis://127.0.0.1:${port}`, child };
-}
-
 /** One instance: its own HTTP server and, with `redis`, its own scale-out (`shared`: no internalUrl). */
 async function instance(redis, prefix, shared) {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}/mcp`;
-  const scaleOut = redis ? createRedisScaleOut({ url: redis.url, keyPrefix: prefix, ...(shared ? {} : { internalUrl: url }) }) : undefined;
-  const handler = createMcpHandler({
-    server: () => createFixtureServer(),
-    dnsRebindingProtection: false,
-    onError: () => {},
-    ...(scaleOut ? { eventStore: scaleOut.eventStore, cluster: scaleOut.cluster, taskStore: scaleOut.taskStore } : {}),
+  let scaleOut;
+  const served = await serve((url) => {
+    if (!redis) return {};
+    scaleOut = createRedisScaleOut({ url: redis.url, keyPrefix: prefix, ...(shared ? {} : { internalUrl: url }) });
+    return { eventStore: scaleOut.eventStore, cluster: scaleOut.cluster, taskStore: scaleOut.taskStore };
   });
-  const server = createServer((req, res) => void handleNodeRequest(handler, req, res));
-  await new Promise((r) => server.listen(port, '127.0.0.1', r));
   await scaleOut?.ready(5_000);
-  return {
-    url,
-    async close() {
-      await handler.close();
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
-    },
-  };
+  return served;
 }
 
-const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-
 async function openSession(url) {
-  const init = {
-    jsonrpc: '2.0',
-    id: 0,
-    method: 'initialize',
-    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
-  };
-  const res = await fetch(url, { method: 'POST', headers: HEADERS, body: JSON.stringify(init) });
-  const sessionId = res.headers.get('mcp-session-id');
-  await res.text();
-  const headers = { ...HEADERS, 'mcp-session-id': sessionId };
-  await (
-    await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })
-  ).text();
-  return headers;
+  return { ...HEADERS, 'mcp-session-id': await session(url) };
 }
 
 let nextId = 1;
@@ -107,12 +46,12 @@ async function call(url, headers) {
 }
 
 /** `CONCURRENCY` sessions made on `home`, calling `targets(i)` in turn for `DURATION_MS`: calls/s and p50 latency. */
-async function measure(home, targets) {
+async function measure(home, targets, durationMs = DURATION_MS) {
   const sessions = await Promise.all(Array.from({ length: CONCURRENCY }, () => openSession(home)));
   // One call each first, untimed: the copies (shared) and keep-alive connections are made.
   for (const headers of sessions) for (const url of targets) await call(url, headers);
   const samples = [];
-  const end = performance.now() + DURATION_MS;
+  const end = performance.now() + durationMs;
   await Promise.all(
     sessions.map(async (headers) => {
       for (let i = 0; performance.now() < end; i++) {
@@ -123,7 +62,7 @@ async function measure(home, targets) {
     }),
   );
   samples.sort((a, b) => a - b);
-  return { rate: samples.length / (DURATION_MS / 1000), p50: samples[Math.floor(samples.length / 2)] };
+  return { rate: samples.length / (durationMs / 1000), p50: samples[Math.floor(samples.length / 2)] };
 }
 
 /** The first request of fresh sessions on an instance that has not seen them: p50 and p99 in ms. */
@@ -147,14 +86,16 @@ const shA = await instance(redis, 'sh:', true);
 const shB = await instance(redis, 'sh:', true);
 
 const rows = {
-  'one instance, no Redis': () => measure(alone.url, [alone.url]),
-  'forward: calls on the owner A': () => measure(fwdA.url, [fwdA.url]),
-  'forward: calls on B (forwarded to A)': () => measure(fwdA.url, [fwdB.url]),
-  'forward: calls alternating A, B': () => measure(fwdA.url, [fwdA.url, fwdB.url]),
-  'shared: calls on A (where initialized)': () => measure(shA.url, [shA.url]),
-  'shared: calls on B (its own copy)': () => measure(shA.url, [shB.url]),
-  'shared: calls alternating A, B': () => measure(shA.url, [shA.url, shB.url]),
+  'one instance, no Redis': (ms) => measure(alone.url, [alone.url], ms),
+  'forward: calls on the owner A': (ms) => measure(fwdA.url, [fwdA.url], ms),
+  'forward: calls on B (forwarded to A)': (ms) => measure(fwdA.url, [fwdB.url], ms),
+  'forward: calls alternating A, B': (ms) => measure(fwdA.url, [fwdA.url, fwdB.url], ms),
+  'shared: calls on A (where initialized)': (ms) => measure(shA.url, [shA.url], ms),
+  'shared: calls on B (its own copy)': (ms) => measure(shA.url, [shB.url], ms),
+  'shared: calls alternating A, B': (ms) => measure(shA.url, [shA.url, shB.url], ms),
 };
+// Warm-up: every row once for a second, unrecorded, so the first row does not pay for the JIT.
+for (const name of Object.keys(rows)) await rows[name](1_000);
 const results = Object.fromEntries(Object.keys(rows).map((k) => [k, []]));
 for (let round = 0; round < ROUNDS; round++) for (const [name, run] of Object.entries(rows)) results[name].push(await run());
 

@@ -8,23 +8,12 @@
 // 4. A POST dropped right after its priming event, resumed at once (same instance, or another one
 //    that replays from Redis and then follows the live tail), read until the result.
 // Redis runs on loopback, so the numbers are the floor; add your network round trip per command.
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
-import { createServer as netServer } from 'node:net';
-import { createMcpHandler, handleNodeRequest, MemoryEventStore } from '@mcp-kit/core';
-import { createFixtureServer } from '@mcp-kit/fixtures';
+import { MemoryEventStore } from '@mcp-kit/core';
 import { createRedisScaleOut, RedisEventStore } from '../packages/redis/dist/index.js';
+import { HEADERS, serve, session, startRedis } from './bench-support.mjs';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 200);
 const SIZES = [10, 100, 1000];
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = netServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 
 function stats(samples) {
   const s = [...samples].sort((a, b) => a - b);
@@ -43,56 +32,6 @@ async function time(fn, rounds = ROUNDS) {
     samples.push(performance.now() - t);
   }
   return stats(samples);
-}
-
-async function startRedis() {
-  const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
-  child.on('error', (e) => {
-    console.error(`redis-server could not start (${e.message}); install it: apt-get install -y redis-server`);
-    process.exit(1);
-  });
-  return { url: `redis://127.0.0.1:${port}`, child };
-}
-
-async function serve(options) {
-  const handler = createMcpHandler({ server: () => createFixtureServer(), dnsRebindingProtection: false, onError: () => {}, ...options });
-  const server = createServer((req, res) => void handleNodeRequest(handler, req, res));
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${server.address().port}/mcp`;
-  return {
-    url,
-    async close() {
-      await handler.close();
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
-
-const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-
-async function session(url) {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: HEADERS,
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
-    }),
-  });
-  await res.text();
-  const id = res.headers.get('mcp-session-id');
-  await fetch(url, {
-    method: 'POST',
-    headers: { ...HEADERS, 'mcp-session-id': id },
-    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
-  }).then((r) => r.text());
-  return id;
 }
 
 /** Runs long_task to completion and returns the priming cursor of its stream. */

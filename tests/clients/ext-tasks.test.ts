@@ -8,14 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import {
-  createTaskSessionFromClient,
-  type JsonRpcResponse,
-  type TaskEnabledSession,
-  type TaskView,
-} from '@modelcontextprotocol/ext-tasks/client';
+import { createTaskSessionFromClient, type TaskEnabledSession, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
 import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { modernAnswer, modernPost, modernRequest, routingHeaders, envelope } from '../support/modern.js';
+import { modernAnswer, modernPost, modernRequest, rawTaskDispatch, envelope } from '../support/modern.js';
 import { completed, fixtures, MODERN, serve } from './harness.js';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
@@ -33,22 +28,9 @@ interface Sent {
 async function taskSession(url: string, answers: Record<string, unknown>) {
   const sent: Sent[] = [];
   const questions: unknown[] = [];
-  let id = 0;
-  const rawDispatch = async (request: any, options: { signal?: AbortSignal; context?: { headers?: Record<string, string> } } = {}) => {
-    const body = { jsonrpc: '2.0', id: `ext-${++id}`, ...request };
-    // The package names the task in an `Mcp-Name` context header; the routing headers say the same.
-    const extra = Object.entries(options.context?.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]);
-    const startedAt = Date.now();
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: { ...routingHeaders(body), ...Object.fromEntries(extra) },
-      body: JSON.stringify(body),
-      signal: options.signal,
-    });
-    const { answer } = await modernAnswer(response);
-    sent.push({ method: request.method, startedAt, answeredAt: Date.now(), result: answer.result, error: answer.error });
-    return (answer.error ? { kind: 'error', error: answer.error } : { kind: 'result', result: answer.result }) as JsonRpcResponse;
-  };
+  const rawDispatch = rawTaskDispatch(url, 'ext', (request, startedAt, answer) =>
+    sent.push({ method: request.method, startedAt, answeredAt: Date.now(), result: answer.result, error: answer.error }),
+  );
   const client = new Client(clientInfo, { versionNegotiation: { mode: { pin: MODERN } } });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   const session = createTaskSessionFromClient(client, {

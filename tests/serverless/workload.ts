@@ -6,9 +6,9 @@
  * is audited: every step once and in order, every result as the fixture gives it.
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createTaskSessionFromClient, type JsonRpcResponse } from '@modelcontextprotocol/ext-tasks/client';
+import { createTaskSessionFromClient } from '@modelcontextprotocol/ext-tasks/client';
 import { connectClient, oneTo } from '../cluster/clients.js';
-import { modernAnswer, routingHeaders } from '../support/modern.js';
+import { rawTaskDispatch } from '../support/modern.js';
 import type { ServerlessPlatform } from '../support/serverless.js';
 
 const MODERN = '2026-07-28';
@@ -64,19 +64,7 @@ export async function legacyClient(url: string, name: string): Promise<ClientRun
 /** An SDK v2 client with ext-tasks: `long_task` as a task, then `confirm_delete` answered mid-task. */
 export async function taskClient(url: string, name: string): Promise<ClientRun> {
   const run: ClientRun = { name, era: '2026-07-28', calls: 0, events: 0, problems: [], errors: [] };
-  let id = 0;
-  const rawDispatch = async (request: any, options: { signal?: AbortSignal; context?: { headers?: Record<string, string> } } = {}) => {
-    const body = { jsonrpc: '2.0', id: `${name}-${++id}`, ...request };
-    const extra = Object.entries(options.context?.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]);
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: { ...routingHeaders(body), ...Object.fromEntries(extra) },
-      body: JSON.stringify(body),
-      signal: options.signal,
-    });
-    const { answer } = await modernAnswer(response);
-    return (answer.error ? { kind: 'error', error: answer.error } : { kind: 'result', result: answer.result }) as JsonRpcResponse;
-  };
+  const rawDispatch = rawTaskDispatch(url, name);
   const client = new Client(clientInfo, { versionNegotiation: { mode: { pin: MODERN } } });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   const session = createTaskSessionFromClient(client, {

@@ -191,7 +191,8 @@ export interface RoundRobinProxy {
   close(): Promise<void>;
 }
 
-function kindOf(method: string, body: string): string {
+/** What a request is, as a proxy's log names it (see {@link ProxiedRequest.kind}). */
+export function kindOf(method: string, body: string): string {
   if (method !== 'POST') return '-';
   try {
     const msg = JSON.parse(body) as { method?: string; id?: unknown };

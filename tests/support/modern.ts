@@ -68,3 +68,31 @@ export async function modernAnswer(
   const messages = stream.blocks.filter((b) => b.data).map((b) => JSON.parse(b.data!));
   return { status: response.status, json: false, messages, answer: messages.at(-1), raw: stream.raw };
 }
+
+/**
+ * The `rawDispatch` that `@modelcontextprotocol/ext-tasks` calls for the requests it makes itself
+ * (`tasks/get`, `tasks/update`, `tasks/cancel`): a 2026 POST with the routing headers (and the
+ * package's own context headers, e.g. `Mcp-Name`), ids `<prefix>-1`, `<prefix>-2`… `onAnswer` sees
+ * each request with when it was sent and its answer.
+ */
+export function rawTaskDispatch(
+  url: string,
+  prefix: string,
+  onAnswer?: (request: { method: string }, startedAt: number, answer: any) => void,
+) {
+  let id = 0;
+  return async (request: any, options: { signal?: AbortSignal; context?: { headers?: Record<string, string> } } = {}) => {
+    const body = { jsonrpc: '2.0', id: `${prefix}-${++id}`, ...request };
+    const extra = Object.entries(options.context?.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]);
+    const startedAt = Date.now();
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { ...routingHeaders(body), ...Object.fromEntries(extra) },
+      body: JSON.stringify(body),
+      signal: options.signal,
+    });
+    const { answer } = await modernAnswer(response);
+    onAnswer?.(request, startedAt, answer);
+    return answer.error ? { kind: 'error' as const, error: answer.error } : { kind: 'result' as const, result: answer.result };
+  };
+}

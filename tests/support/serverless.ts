@@ -15,7 +15,7 @@ import { createServer, request, type IncomingHttpHeaders, type Server } from 'no
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, instance, type ExampleAppName, type Instance } from './cluster.js';
+import { freePort, instance, kindOf, type ExampleAppName, type Instance } from './cluster.js';
 import { startRedis, type TestRedis } from './redis.js';
 
 export interface ServerlessOptions {
@@ -76,18 +76,6 @@ function random(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
   };
-}
-
-function kindOf(method: string, body: string): string {
-  if (method !== 'POST') return '-';
-  try {
-    const msg = JSON.parse(body) as { method?: string; id?: unknown };
-    if (msg.method === 'initialize') return 'initialize';
-    if (typeof msg.method === 'string') return `${msg.id === undefined ? 'notification' : 'request'}:${msg.method}`;
-    return 'response';
-  } catch {
-    return '-';
-  }
 }
 
 export async function startServerless(options: ServerlessOptions): Promise<ServerlessPlatform> {
