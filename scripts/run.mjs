@@ -62,11 +62,7 @@ function ensureSystemPackages() {
  * ~70 s on 2 cores (measured from `results/vitest-checks.json`; with the shared-cluster stage the
  * checks lane was the longer one by ~30 s, so verdict.test.ts went back to the vitest lane).
  */
-const CHECKS_LANE_TESTS = [
-  'tests/reliability/fuzz.test.ts',
-  'tests/reliability/fuzz-modern.test.ts',
-  'tests/behaviour/modern.test.ts',
-];
+const CHECKS_LANE_TESTS = ['tests/reliability/fuzz.test.ts', 'tests/reliability/fuzz-modern.test.ts', 'tests/behaviour/modern.test.ts'];
 
 /**
  * The cluster suites that run a second time in a shared cluster (no internalUrl, issue 21), in the
