@@ -7,11 +7,11 @@
  * JSON-RPC answer) and records each request it makes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createTaskSessionFromClient, type TaskEnabledSession, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
+import type { Client } from '@modelcontextprotocol/client';
+import type { TaskEnabledSession, TaskView } from '@modelcontextprotocol/ext-tasks/client';
 import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { modernAnswer, modernPost, modernRequest, rawTaskDispatch, envelope } from '../support/modern.js';
-import { completed, fixtures, MODERN, serve } from './harness.js';
+import { connectTaskSession, modernAnswer, modernPost, modernRequest, envelope } from '../support/modern.js';
+import { completed, fixtures, serve } from './harness.js';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const clientInfo = { name: 'mcp-kit-ext-tasks-client', version: '1.0.0' };
@@ -28,18 +28,14 @@ interface Sent {
 async function taskSession(url: string, answers: Record<string, unknown>) {
   const sent: Sent[] = [];
   const questions: unknown[] = [];
-  const rawDispatch = rawTaskDispatch(url, 'ext', (request, startedAt, answer) =>
-    sent.push({ method: request.method, startedAt, answeredAt: Date.now(), result: answer.result, error: answer.error }),
-  );
-  const client = new Client(clientInfo, { versionNegotiation: { mode: { pin: MODERN } } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-  const session = createTaskSessionFromClient(client, {
-    endpointId: url,
-    rawDispatch,
-    v2RequestFraming: { protocolVersion: MODERN, clientInfo, clientCapabilities: { elicitation: {} } },
+  const { client, session } = await connectTaskSession(url, {
+    clientInfo,
+    idPrefix: 'ext',
+    onAnswer: (request, startedAt, answer) =>
+      sent.push({ method: request.method, startedAt, answeredAt: Date.now(), result: answer.result, error: answer.error }),
     onInputRequest: async (request) => {
       questions.push(request);
-      return answers as never;
+      return answers;
     },
   });
   return { client, session, sent, questions };

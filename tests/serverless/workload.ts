@@ -5,13 +5,10 @@
  * `long_task` as a task and answer `confirm_delete`'s question through `tasks/update`. Each run
  * is audited: every step once and in order, every result as the fixture gives it.
  */
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createTaskSessionFromClient } from '@modelcontextprotocol/ext-tasks/client';
 import { connectClient, oneTo } from '../cluster/clients.js';
-import { rawTaskDispatch } from '../support/modern.js';
+import { connectTaskSession } from '../support/modern.js';
 import type { ServerlessPlatform } from '../support/serverless.js';
 
-const MODERN = '2026-07-28';
 const clientInfo = { name: 'serverless-task-client', version: '1.0.0' };
 
 export const LONG_TASK = { steps: 6, intervalMs: 120, closeEvery: 2, retryMs: 100 };
@@ -64,14 +61,10 @@ export async function legacyClient(url: string, name: string): Promise<ClientRun
 /** An SDK v2 client with ext-tasks: `long_task` as a task, then `confirm_delete` answered mid-task. */
 export async function taskClient(url: string, name: string): Promise<ClientRun> {
   const run: ClientRun = { name, era: '2026-07-28', calls: 0, events: 0, problems: [], errors: [] };
-  const rawDispatch = rawTaskDispatch(url, name);
-  const client = new Client(clientInfo, { versionNegotiation: { mode: { pin: MODERN } } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-  const session = createTaskSessionFromClient(client, {
-    endpointId: url,
-    rawDispatch,
-    v2RequestFraming: { protocolVersion: MODERN, clientInfo, clientCapabilities: { elicitation: {} } },
-    onInputRequest: async () => ({ action: 'accept', content: { confirm: true } }) as never,
+  const { client, session } = await connectTaskSession(url, {
+    clientInfo,
+    idPrefix: name,
+    onInputRequest: async () => ({ action: 'accept', content: { confirm: true } }),
   });
   try {
     run.calls++;

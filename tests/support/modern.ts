@@ -1,4 +1,6 @@
 /** Raw requests of the 2026-07-28 era: the `_meta` envelope in the body, the routing headers beside it. */
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { createTaskSessionFromClient } from '@modelcontextprotocol/ext-tasks/client';
 import { SseStream } from './sse.js';
 
 export const MODERN = '2026-07-28';
@@ -95,4 +97,30 @@ export function rawTaskDispatch(
     onAnswer?.(request, startedAt, answer);
     return answer.error ? { kind: 'error' as const, error: answer.error } : { kind: 'result' as const, result: answer.result };
   };
+}
+
+/**
+ * An SDK v2 client pinned to 2026-07-28 with an `@modelcontextprotocol/ext-tasks` session over it
+ * (declaring elicitation): the package's own requests go through {@link rawTaskDispatch}, and
+ * `onInputRequest` answers what a task asks.
+ */
+export async function connectTaskSession(
+  url: string,
+  options: {
+    clientInfo: { name: string; version: string };
+    idPrefix: string;
+    onAnswer?: Parameters<typeof rawTaskDispatch>[2];
+    onInputRequest: (request: any) => Promise<unknown>;
+  },
+) {
+  const { clientInfo } = options;
+  const client = new Client(clientInfo, { versionNegotiation: { mode: { pin: MODERN } } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  const session = createTaskSessionFromClient(client, {
+    endpointId: url,
+    rawDispatch: rawTaskDispatch(url, options.idPrefix, options.onAnswer),
+    v2RequestFraming: { protocolVersion: MODERN, clientInfo, clientCapabilities: { elicitation: {} } },
+    onInputRequest: async (request) => (await options.onInputRequest(request)) as never,
+  });
+  return { client, session };
 }
