@@ -110,17 +110,15 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
   it("release (the client's DELETE) deletes the record and tells every other instance", async () => {
     const a = await shared('a4');
     const b = await shared('b4');
-    const heard: ClusterMessage[] = [];
-    b.onMessage((m) => heard.push(m));
-    await new Promise((r) => setTimeout(r, 100));
+    const heard = new Promise<ClusterMessage>((resolve) => b.onMessage(resolve));
+    // b listens once Redis counts its subscription (its own channel, subscribed with the broadcast one).
+    while (((await admin.pubsub('NUMSUB', 'sh:bus:b4')) as [string, number])[1] === 0) await new Promise((r) => setImmediate(r));
     await a.claim('s4', undefined);
     await a.saveRecord('s4', record(), 60_000);
     expect(await a.release('s4')).toBe(true);
     expect(await admin.exists('sh:restore:s4')).toBe(0);
     expect(await b.takeOver('s4', undefined)).toBeUndefined();
-    const deadline = Date.now() + 5_000;
-    while (heard.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(heard).toEqual([{ kind: 'ended', sessionId: 's4' }]);
+    expect(await heard).toEqual({ kind: 'ended', sessionId: 's4' });
   });
 
   it('createRedisScaleOut without internalUrl: the event store records the writer of each request stream and no fence', async () => {
