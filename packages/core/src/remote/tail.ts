@@ -157,7 +157,10 @@ function watchWriter(ctx: EngineContext, key: StreamKey): ReturnType<typeof setI
   const cluster = ctx.options.cluster!;
   let checking = false;
   const check = () => {
-    void Promise.resolve(cluster.touch?.(key.sessionId)).catch(() => {});
+    // Best effort, as for a followed owner: a touch only keeps the session from idling out.
+    void Promise.resolve()
+      .then(() => cluster.touch?.(key.sessionId))
+      .catch(() => {});
     if (checking) return;
     checking = true;
     void endIfWriterGone(ctx, key)
