@@ -120,3 +120,43 @@ it("a DELETE through B ends the session on A too: A's running call ends, and the
     expect(after.status).toBe(404);
   }
 });
+
+// Last: it restarts the cluster's redis-server.
+it('Redis restarted empty mid-call: a resume on B hears the lost-events error for the call A runs, and A ends it (not a 404, never a hang)', async () => {
+  const headers = await session(a, b);
+  const call = await http(a.url).postSse(callTool(2, 'long_task', { steps: 200, intervalMs: 50, closeEvery: 2, retryMs: 100 }), headers);
+  await call.ended_();
+  const cursor = call.blocks.filter((blk) => blk.id).at(-1)!.id!;
+  expect(stepsOf(call.blocks)).toEqual([1, 2]);
+  await cluster.redis.stop();
+  await cluster.redis.start();
+  // B answers 503 until its connection to the new server is up (ioredis reconnects on its own).
+  const deadline = Date.now() + 10_000;
+  let resumed: Response;
+  for (;;) {
+    resumed = await http(b.url).get({ ...headers, 'last-event-id': cursor });
+    if (resumed.status !== 503 || Date.now() > deadline) break;
+    await resumed.text();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  expect(resumed.status, await resumed.clone().text()).toBe(200);
+  const body = await resumed.text();
+  const answers = body
+    .split('\n\n')
+    .map((block) => block.split('\n').find((line) => line.startsWith('data: ')))
+    .filter((line): line is string => line !== undefined)
+    .map((line) => JSON.parse(line.slice('data: '.length)))
+    .filter((m) => m.id === 2);
+  expect(answers).toHaveLength(1);
+  expect(answers[0].error.message).toMatch(/the event store lost this request's events/);
+  // Its answer carries an event id: resuming past it there is nothing left (204), on either instance.
+  const lastId = /^id: (.+)$/m.exec(body.slice(body.lastIndexOf('id: ')))![1]!;
+  for (const inst of [a, b]) {
+    const after = await http(inst.url).get({ ...headers, 'last-event-id': lastId });
+    expect(after.status, `${inst.name}: ${await after.clone().text()}`).toBe(204);
+  }
+  // A stopped the tool (its signal aborted): the session takes a new call on A.
+  const again = await http(a.url).postSse(callTool(3, 'long_task', { steps: 2, intervalMs: 5 }), headers);
+  const done = (await again.until((m) => m.id === 3)).at(-1)!;
+  expect(JSON.parse(done.data!).result.content[0].text).toBe('completed 2 steps');
+}, 30_000);

@@ -3,6 +3,7 @@ import { ErrorCode, reject, sendRejection } from '../http/errors.js';
 import { checkAccept, header } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import { forwardOrTakeOver } from '../remote/forward.js';
+import { askWriterToEndLost } from '../remote/shared.js';
 import { followRemote } from '../remote/tail.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
@@ -41,8 +42,15 @@ export async function serveGet(ctx: EngineContext, req: CoreRequest, res: CoreRe
     const streamId = parseEventId(lastEventId)?.streamId;
     if (streamId !== undefined && !found.session.activeStream(streamId)) {
       const polling = ctx.polling(ctx.versionOf(req, found.session));
-      const followed = await followRemote(ctx, res, { sessionId: found.session.sessionId as string }, lastEventId, polling);
+      const sessionId = found.session.sessionId as string;
+      const followed = await followRemote(ctx, res, { sessionId }, lastEventId, polling);
       if (followed !== 'refused') return;
+      // The store cannot replay what the client missed: the copy that writes the stream answers its
+      // requests in the store with an error, read from there (else 404/410, below).
+      const cursor = parseEventId(lastEventId)!;
+      if (await askWriterToEndLost(ctx, sessionId, streamId, cursor.seq)) {
+        if ((await followRemote(ctx, res, { sessionId }, lastEventId, polling)) !== 'refused') return;
+      }
     }
   }
   const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, undefined) : found.session;

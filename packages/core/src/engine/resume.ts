@@ -153,7 +153,7 @@ function resumeFromNow(ctx: EngineContext, res: CoreResponder, session: Session,
   session.follow(stream, conn, stream.seq);
 }
 
-function reportLostEvents(ctx: EngineContext, requests: number): void {
+export function reportLostEvents(ctx: EngineContext, requests: number): void {
   ctx.options.onError(
     new Error(`the event store lost events of ${requests} request(s) before their client read them; answered with an error`),
   );

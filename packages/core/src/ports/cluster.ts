@@ -134,12 +134,17 @@ export interface SessionCluster {
  * answer to a request the copy there sent (`message`); `cancel`, the client's
  * `notifications/cancelled` for a request running there (`message`); `record`, a request that
  * changes what every copy's server keeps (`logging/setLevel`, `resources/subscribe`,
- * `resources/unsubscribe`); `ended`, the client deleted the session.
+ * `resources/unsubscribe`); `ended`, the client deleted the session; `lost-events`, a client came
+ * back (through instance `from`) to a stream the event store can no longer replay after
+ * `afterSeq` (Redis restarted empty, or evicted it): the copy that writes it answers its requests
+ * in the store with an error, then tells `from` with `lost-events-answered`.
  */
 export type ClusterMessage =
   | { kind: 'answer' | 'cancel'; sessionId: string; message: JSONRPCMessage }
   | { kind: 'record'; sessionId: string; request: { method: string; params?: Record<string, unknown> } }
-  | { kind: 'ended'; sessionId: string };
+  | { kind: 'ended'; sessionId: string }
+  | { kind: 'lost-events'; sessionId: string; streamId: string; afterSeq: number; from: string }
+  | { kind: 'lost-events-answered'; sessionId: string; streamId: string };
 
 /** What restores a session on another instance (see {@link SessionCluster.saveRecord}). */
 export interface RestoreRecord {

@@ -35,15 +35,20 @@ export async function answerLostCalls(ctx: EngineContext, session: Session): Pro
 }
 
 /**
- * Answers each request of a stream whose instance is gone with {@link LOST_CALL}, stored after its
- * last frame (the last answer final). A frame stored meanwhile by a writer that came back wins:
- * the store keeps one frame per seq and nothing after a final one.
+ * Answers each request of a stream whose instance is gone with {@link LOST_CALL} (or `answer`),
+ * stored after its last frame (the last answer final). A frame stored meanwhile by a writer that
+ * came back wins: the store keeps one frame per seq and nothing after a final one.
  */
-export async function answerLostStream(ctx: EngineContext, sessionId: string, stream: UnfinishedStream): Promise<void> {
+export async function answerLostStream(
+  ctx: EngineContext,
+  sessionId: string,
+  stream: UnfinishedStream,
+  answer: { code: number; message: string } = LOST_CALL,
+): Promise<void> {
   const store = ctx.options.eventStore;
   let seq = stream.lastSeq;
   for (const [i, id] of stream.requestIds.entries()) {
-    const frame = messageEvent(eventId(stream.streamId, ++seq), JSON.stringify({ jsonrpc: '2.0', id, error: LOST_CALL }));
+    const frame = messageEvent(eventId(stream.streamId, ++seq), JSON.stringify({ jsonrpc: '2.0', id, error: answer }));
     try {
       await store.append({ sessionId, streamId: stream.streamId }, seq, frame, i === stream.requestIds.length - 1);
     } catch (error) {

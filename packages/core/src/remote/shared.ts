@@ -5,6 +5,9 @@ import type { Session } from '../session/session.js';
 import { instanceOfTag } from '../session/tags.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
+import { cancelRequests } from '../engine/outlive.js';
+import { LOST_EVENTS, reportLostEvents } from '../engine/resume.js';
+import { answerLostStream } from './lost.js';
 
 /**
  * A shared cluster (serverless: no instance reaches another, see `SessionCluster.shared`): each
@@ -53,6 +56,7 @@ export function routeShared(
 
 /** What another instance of a shared cluster sends this one about a session held here. */
 export function receiveShared(ctx: EngineContext, message: ClusterMessage): void {
+  if (message.kind === 'lost-events-answered') return void ctx.lostEventsAnswered.get(lostKey(message))?.();
   const session = ctx.registry.get(message.sessionId);
   if (!session || session.closed) return;
   switch (message.kind) {
@@ -71,5 +75,76 @@ export function receiveShared(ctx: EngineContext, message: ClusterMessage): void
       return;
     case 'ended':
       session.terminate(undefined, 'deleted-elsewhere');
+      return;
+    case 'lost-events':
+      endLostStream(ctx, session, message).catch((error: unknown) =>
+        ctx.options.onError(asError(error, 'answering requests whose events the store lost failed')),
+      );
   }
+}
+
+/** How long a resume waits for the copy that writes a stream the store lost to answer its requests. */
+export const LOST_EVENTS_WAIT_MS = 1_500;
+
+const lostKey = (m: { sessionId: string; streamId: string }) => `${m.sessionId} ${m.streamId}`;
+
+/**
+ * A shared cluster: the client came back here to a stream another copy writes (or wrote), and the
+ * store cannot replay what it missed (Redis restarted empty, or evicted it). Only that copy knows
+ * the stream's requests: every instance is asked, and the one that writes the stream answers them
+ * in the store with {@link LOST_EVENTS} (see endLostStream). Resolves `true` once it says so, so
+ * the resume reads the answers from the store; `false` after {@link LOST_EVENTS_WAIT_MS} without
+ * one (the writer is gone too, or the stream ended long ago), or when the post failed.
+ */
+export async function askWriterToEndLost(ctx: EngineContext, sessionId: string, streamId: string, afterSeq: number): Promise<boolean> {
+  const cluster = ctx.options.cluster!;
+  const key = lostKey({ sessionId, streamId });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const answered = new Promise<boolean>((resolve) => {
+    ctx.lostEventsAnswered.set(key, () => resolve(true));
+    timer = setTimeout(() => resolve(false), LOST_EVENTS_WAIT_MS);
+    timer.unref?.();
+  });
+  try {
+    await cluster.post!('*', { kind: 'lost-events', sessionId, streamId, afterSeq, from: ctx.instanceId });
+    return await answered;
+  } catch (error) {
+    ctx.options.onError(asError(error, 'cluster post (lost-events) failed'));
+    return false;
+  } finally {
+    clearTimeout(timer);
+    ctx.lostEventsAnswered.delete(key);
+  }
+}
+
+/**
+ * The copy that writes the stream a client came back to elsewhere, whose events the store lost:
+ * a call still running is answered with {@link LOST_EVENTS} on its stream (stored like any answer)
+ * and cancelled, as the owner does in a forwarding cluster (engine/resume.ts); answers given while
+ * the client was away are stored again as that error after the client's cursor. Then the asking
+ * instance is told. A copy that does not write the stream says nothing.
+ */
+async function endLostStream(
+  ctx: EngineContext,
+  session: Session,
+  message: { sessionId: string; streamId: string; afterSeq: number; from: string },
+): Promise<void> {
+  const stream = session.activeStream(message.streamId);
+  const awaited = session.routes.answersAwaited(message.streamId);
+  if (stream?.kind === 'request' && stream.pending.size > 0) {
+    const ids = [...stream.pending];
+    reportLostEvents(ctx, ids.length);
+    await Promise.all(ids.map((id) => session.send({ jsonrpc: '2.0', id, error: LOST_EVENTS })));
+    cancelRequests(session, ids, LOST_EVENTS.message);
+  } else if (!stream && awaited && awaited.ids.length > 0) {
+    const ids = awaited.ids;
+    reportLostEvents(ctx, ids.length);
+    await answerLostStream(ctx, message.sessionId, { streamId: message.streamId, lastSeq: message.afterSeq, requestIds: ids }, LOST_EVENTS);
+    session.routes.fetched(message.streamId);
+  } else return;
+  await ctx.options.cluster!.post!(message.from, {
+    kind: 'lost-events-answered',
+    sessionId: message.sessionId,
+    streamId: message.streamId,
+  });
 }
