@@ -7,9 +7,9 @@
  * through one ends the session on both, and a session is usable on the other instance the moment
  * its `initialize` is answered.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { callTool, http, initializeRequest, parseBlock, PROTOCOL } from '../support/sse.js';
 
 let cluster: TestCluster;
 let a: Instance;
@@ -121,42 +121,62 @@ it("a DELETE through B ends the session on A too: A's running call ends, and the
   }
 });
 
-// Last: it restarts the cluster's redis-server.
-it('Redis restarted empty mid-call: a resume on B hears the lost-events error for the call A runs, and A ends it (not a 404, never a hang)', async () => {
-  const headers = await session(a, b);
-  const call = await http(a.url).postSse(callTool(2, 'long_task', { steps: 200, intervalMs: 50, closeEvery: 2, retryMs: 100 }), headers);
-  await call.ended_();
-  const cursor = call.blocks.filter((blk) => blk.id).at(-1)!.id!;
-  expect(stepsOf(call.blocks)).toEqual([1, 2]);
+/** Restarts the cluster's redis-server empty, then resumes `cursor` through B (503 while B reconnects). */
+async function resumeAfterRedisRestart(headers: Record<string, string>, cursor: string): Promise<{ status: number; body: string }> {
   await cluster.redis.stop();
   await cluster.redis.start();
   // B answers 503 until its connection to the new server is up (ioredis reconnects on its own).
   const deadline = Date.now() + 10_000;
-  let resumed: Response;
   for (;;) {
-    resumed = await http(b.url).get({ ...headers, 'last-event-id': cursor });
-    if (resumed.status !== 503 || Date.now() > deadline) break;
-    await resumed.text();
+    const resumed = await http(b.url).get({ ...headers, 'last-event-id': cursor });
+    const body = await resumed.text();
+    if (resumed.status !== 503 || Date.now() > deadline) return { status: resumed.status, body };
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  expect(resumed.status, await resumed.clone().text()).toBe(200);
-  const body = await resumed.text();
-  const answers = body
+}
+
+const messagesOf = (body: string) =>
+  body
     .split('\n\n')
-    .map((block) => block.split('\n').find((line) => line.startsWith('data: ')))
-    .filter((line): line is string => line !== undefined)
-    .map((line) => JSON.parse(line.slice('data: '.length)))
-    .filter((m) => m.id === 2);
-  expect(answers).toHaveLength(1);
-  expect(answers[0].error.message).toMatch(/the event store lost this request's events/);
-  // Its answer carries an event id: resuming past it there is nothing left (204), on either instance.
-  const lastId = /^id: (.+)$/m.exec(body.slice(body.lastIndexOf('id: ')))![1]!;
-  for (const inst of [a, b]) {
-    const after = await http(inst.url).get({ ...headers, 'last-event-id': lastId });
-    expect(after.status, `${inst.name}: ${await after.clone().text()}`).toBe(204);
-  }
-  // A stopped the tool (its signal aborted): the session takes a new call on A.
-  const again = await http(a.url).postSse(callTool(3, 'long_task', { steps: 2, intervalMs: 5 }), headers);
-  const done = (await again.until((m) => m.id === 3)).at(-1)!;
-  expect(JSON.parse(done.data!).result.content[0].text).toBe('completed 2 steps');
-}, 30_000);
+    .map(parseBlock)
+    .filter((block) => block.data)
+    .map((block) => JSON.parse(block.data!));
+
+// Last: they restart the cluster's redis-server.
+describe.each([
+  { when: 'mid-call', running: true },
+  { when: 'after the call answered while its client was away', running: false },
+])('Redis restarted empty $when', ({ running }) => {
+  it('a resume through B, which cannot replay what A wrote, hears the lost-events error for the call A ran (not a 404, never a hang)', async () => {
+    const headers = await session(a, b);
+    const args = running
+      ? { steps: 200, intervalMs: 50, closeEvery: 2, retryMs: 100 }
+      : { steps: 4, intervalMs: 20, closeEvery: 2, retryMs: 100 };
+    const call = await http(a.url).postSse(callTool(2, 'long_task', args), headers);
+    await call.ended_();
+    const cursor = call.blocks.filter((blk) => blk.id).at(-1)!.id!;
+    expect(stepsOf(call.blocks)).toEqual([1, 2]);
+    if (!running) {
+      // The call ends on A; its answer is read through B, then the client comes back from its
+      // cursor again (its connection dropped before it read that answer).
+      const read = await http(b.url).getSse({ ...headers, 'last-event-id': cursor });
+      const answer = (await read.until((m) => m.id === 2)).at(-1)!;
+      expect(JSON.parse(answer.data!).result.content[0].text).toBe('completed 4 steps');
+    }
+    const resumed = await resumeAfterRedisRestart(headers, cursor);
+    expect(resumed.status, resumed.body).toBe(200);
+    const answers = messagesOf(resumed.body).filter((m) => m.id === 2);
+    expect(answers).toHaveLength(1);
+    expect(answers[0].error.message).toMatch(/the event store lost this request's events/);
+    // Its answer carries an event id: resuming past it there is nothing left (204), on either instance.
+    const lastId = /^id: (.+)$/m.exec(resumed.body.slice(resumed.body.lastIndexOf('id: ')))![1]!;
+    for (const inst of [a, b]) {
+      const after = await http(inst.url).get({ ...headers, 'last-event-id': lastId });
+      expect(after.status, `${inst.name}: ${await after.text()}`).toBe(204);
+    }
+    // The session takes a new call on A (a running tool was cancelled there).
+    const again = await http(a.url).postSse(callTool(3, 'long_task', { steps: 2, intervalMs: 5 }), headers);
+    const done = (await again.until((m) => m.id === 3)).at(-1)!;
+    expect(JSON.parse(done.data!).result.content[0].text).toBe('completed 2 steps');
+  }, 30_000);
+});
