@@ -234,6 +234,14 @@ export class RedisSessionCluster implements SessionCluster {
   private readonly held = new Map<string, { saved: string; ttlMs: number }>();
   /** Shared: the connection that receives what other instances post here, once someone listens. */
   private subscriber: Redis | undefined;
+  /**
+   * Shared: the subscriber connection dropped since the held copies were last checked, so a post
+   * may have been missed (pub/sub keeps nothing for a subscriber that is away): an `ended`.
+   */
+  private busGap = false;
+  private rechecking: Promise<void> | undefined;
+  /** Shared: when a pause last started a check of the held copies. */
+  private recheckedAt = 0;
   private messageListener: ((message: ClusterMessage) => void) | undefined;
 
   constructor(options: RedisSessionClusterOptions & { /** @internal */ ownsClient?: boolean }) {
@@ -411,6 +419,7 @@ export class RedisSessionCluster implements SessionCluster {
     const subscriber = this.client.duplicate({ connectionName: 'mcp-kit-bus', enableOfflineQueue: true });
     this.subscriber = subscriber;
     subscriber.on('error', () => {}); // reconnects by itself, and subscribes again
+    subscriber.on('close', () => (this.busGap = true));
     subscriber.on('message', (_channel: string, raw: string) => {
       let envelope: { f?: string; m?: ClusterMessage };
       try {
@@ -438,8 +447,57 @@ export class RedisSessionCluster implements SessionCluster {
    * cannot be asked: serving blind could make two servers of one session.
    */
   confirmOwnership(): Promise<void> | undefined {
-    if (this.closed || this.shared || !this.stale()) return undefined;
+    if (this.closed) return undefined;
+    // Shared: no owners; after a gap, the copies held here of sessions deleted meanwhile go.
+    if (this.shared) return this.sharedGap();
+    if (!this.stale()) return undefined;
     return this.beatAgain();
+  }
+
+  /**
+   * Shared. A dropped subscriber connection may have lost an `ended` post (pub/sub keeps nothing
+   * for a subscriber that is away): the request waits for the copies to be checked. Back from a
+   * pause (past two beats) with the connection intact, what was posted meanwhile is still in it:
+   * the check runs beside the request, once per pause, never making a thawed instance (serverless)
+   * wait or fail for it.
+   */
+  private sharedGap(): Promise<void> | undefined {
+    if (this.busGap) return this.recheckHeld();
+    if (this.stale() && this.recheckedAt < this.beatSentAt + this.heartbeatMs * 2) {
+      this.recheckedAt = Date.now();
+      this.recheckHeld().catch(() => {}); // the next gap checks again
+    }
+    return undefined;
+  }
+
+  /**
+   * Shared: each copy held here whose record is gone belongs to a session its client deleted
+   * while this instance was away (the `ended` post never arrived), and is let go (the engine drops
+   * it: 404 from then on). After Redis lost its data instead, the records are written back, as at
+   * a beat. Rejects when Redis cannot be asked: a deleted session must not be served blind.
+   */
+  private recheckHeld(): Promise<void> {
+    this.rechecking ??= this.dropDeletedCopies().finally(() => (this.rechecking = undefined));
+    return this.rechecking;
+  }
+
+  private async dropDeletedCopies(): Promise<void> {
+    // Cleared first: a drop while the check runs calls for another one.
+    const subscribed = this.subscriber?.status === 'ready';
+    if (subscribed) this.busGap = false;
+    if (await this.redisLostData()) return this.rewriteRecords();
+    const ids = [...this.held.keys()];
+    for (let i = 0; i < ids.length; i += 1_000) {
+      const batch = ids.slice(i, i + 1_000);
+      const pipeline = this.client.pipeline();
+      for (const id of batch) pipeline.exists(this.restoreKey(id));
+      const replies = (await pipeline.exec()) ?? [];
+      for (const [j, id] of batch.entries()) {
+        const [error, exists] = replies[j] ?? [new Error('no reply')];
+        if (error) throw error;
+        if (exists === 0 && this.held.delete(id)) this.lostListener?.(id);
+      }
+    }
   }
 
   private stale(): boolean {

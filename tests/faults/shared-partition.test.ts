@@ -1,0 +1,63 @@
+/**
+ * A shared cluster (issue 21) whose instance A loses Redis for a while: what the other instances
+ * post meanwhile never reaches it (pub/sub keeps nothing for a subscriber that is not connected).
+ * The client's DELETE through B in that window ends the session everywhere else; A's copy must not
+ * live on: once A is back, the session is gone there too (404), and the call A's copy ran has ended.
+ */
+import { afterEach, expect, it } from 'vitest';
+import { instance, type Instance } from '../support/cluster.js';
+import { freePort, startRedis, type TestRedis } from '../support/redis.js';
+import { startRespFaultProxy, type RespFaultProxy } from '../support/resp-faults.js';
+import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
+
+const ENV = { CLUSTER: 'shared', HEARTBEAT_MS: '300', RETRY_MS: '100', LIVE_PAGE: '0' };
+
+let redis: TestRedis | undefined;
+let faults: RespFaultProxy | undefined;
+let instances: Instance[] = [];
+
+afterEach(async () => {
+  for (const i of instances) await i.stop('SIGKILL');
+  instances = [];
+  await faults?.close();
+  await redis?.stop();
+  faults = undefined;
+  redis = undefined;
+});
+
+it('a session deleted through B while A was cut off from Redis is gone on A once A is back: 404, and its call there ended', async () => {
+  redis = await startRedis();
+  faults = await startRespFaultProxy(redis.port);
+  const a = instance('A', await freePort(), { ...ENV, REDIS_URL: faults.url });
+  const b = instance('B', await freePort(), { ...ENV, REDIS_URL: redis.url });
+  instances.push(a, b);
+  await Promise.all(instances.map((i) => i.start()));
+
+  const init = await http(b.url).postSse(initializeRequest(1));
+  const sessionId = init.response.headers.get('mcp-session-id')!;
+  await init.until((m) => m.id === 1);
+  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL };
+  expect((await http(a.url).post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status).toBe(202);
+  // A call runs on A's copy (no closes: its stream stays open while A is cut off).
+  const call = await http(a.url).postSse(callTool(2, 'long_task', { steps: 400, intervalMs: 50 }), headers);
+  await call.until((m) => m.method === 'notifications/message' && m.params.data.step === 1);
+
+  faults.cut();
+  const deleted = await http(b.url).del(headers);
+  expect(deleted.status, await deleted.text()).toBe(200);
+  faults.heal();
+
+  // A answers 503 while it cannot reach Redis; then the session is gone there too.
+  const deadline = Date.now() + 15_000;
+  let after: Response;
+  for (;;) {
+    after = await http(a.url).post({ jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
+    if (after.status !== 503 || Date.now() > deadline) break;
+    await after.text();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  expect(after.status, await after.text()).toBe(404);
+  await call.ended_(5_000);
+  const answered = call.blocks.filter((blk) => blk.data).some((blk) => JSON.parse(blk.data!).id === 2);
+  expect(answered).toBe(false);
+}, 60_000);
