@@ -73,6 +73,11 @@ const SHARED_CLUSTER_TESTS = [
   'tests/cluster/crash.test.ts',
   'tests/cluster/principals.test.ts',
   'tests/cluster/tasks.test.ts',
+  // The fault battery's scenarios that have a shared-cluster meaning (fencing, hops and hand-overs
+  // between peers are about owners and forwarding: those run in forwarding mode only).
+  'tests/faults/pause.test.ts',
+  'tests/faults/redis-restart.test.ts',
+  'tests/faults/command-faults.test.ts',
 ];
 
 /**
