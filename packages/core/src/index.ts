@@ -29,7 +29,7 @@ export type {
 } from './ports/event-store.js';
 export type { TaskStore, TaskRecord, TaskStatus, TaskChange, TaskSignalListener, InputRequest } from './ports/task-store.js';
 export { TERMINAL_STATUSES } from './ports/task-store.js';
-export { FORWARDED_HEADER, HANDED_OVER_HEADER } from './ports/cluster.js';
+export { FORWARDED_HEADER, HANDED_OVER_HEADER, MOVED_HEADER } from './ports/cluster.js';
 export type { ClusterMessage, SessionCluster, SessionOwner, ForwardedRequest, RestoreRecord, TakeOver } from './ports/cluster.js';
 export type { CoreRequest, CoreResponder, SseSink, BodyText, OutHeaders, HeaderMap, GetAuthInfo } from './ports/http.js';
 export type { AuthInfo } from './ports/mcp.js';

@@ -1,6 +1,13 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { FORWARDED_HEADER, HANDED_OVER_HEADER, type CoreResponder, type ForwardedRequest, type OutHeaders } from '@mcp-kit/core';
+import {
+  FORWARDED_HEADER,
+  HANDED_OVER_HEADER,
+  MOVED_HEADER,
+  type CoreResponder,
+  type ForwardedRequest,
+  type OutHeaders,
+} from '@mcp-kit/core';
 
 /** Headers that describe one hop, not the message; never relayed. */
 const HOP_BY_HOP = new Set([
@@ -68,6 +75,13 @@ export class HttpForwarder {
         target,
         { method: request.method, headers, agent: secure ? this.https : this.http },
         (upstream) => {
+          // The owner let the session go while draining: not an answer for the client; the engine
+          // restores the session here once the owner record stops naming that instance.
+          if (upstream.headers[MOVED_HEADER] !== undefined) {
+            settled = true;
+            upstream.resume();
+            return reject(new Error(`instance ${String(upstream.headers[MOVED_HEADER])} let the session go (draining)`));
+          }
           const status = upstream.statusCode ?? 502;
           const out = relayable(upstream.headers);
           if (status === 200 && String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream')) {

@@ -2,7 +2,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FORWARDED_HEADER, type CoreResponder, type OutHeaders, type SseSink } from '@mcp-kit/core';
+import { FORWARDED_HEADER, MOVED_HEADER, type CoreResponder, type OutHeaders, type SseSink } from '@mcp-kit/core';
 import { HttpForwarder } from '@mcp-kit/redis';
 
 let upstream: Server | undefined;
@@ -117,6 +117,18 @@ describe('HttpForwarder', () => {
     expect(rec.sent?.body).toBeUndefined();
     expect(rec.sent?.headers).toMatchObject({ 'x-served-by': 'a', 'mcp-session-id': 's1' });
     expect(rec.sent?.headers.connection).toBeUndefined();
+  });
+
+  it("an owner's answer marked mcp-kit-moved (it let the session go while draining) is not relayed: forward rejects", async () => {
+    const url = await owner((_req, _body, res) => {
+      res.writeHead(503, { [MOVED_HEADER]: 'inst-a', 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","error":{}}');
+    });
+    const { rec, responder } = recorder();
+    await expect(forwarder().forward(url, { method: 'POST', headers: {}, body: '{}' }, responder)).rejects.toThrow(
+      /instance inst-a let the session go/,
+    );
+    expect(rec.sent).toBeUndefined();
+    expect(rec.streamed).toBeUndefined();
   });
 
   it('relays an SSE answer chunk by chunk as it comes, and ends when the owner ends it', async () => {

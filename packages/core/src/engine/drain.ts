@@ -1,5 +1,5 @@
 import { ErrorCode, reject, sendRejection, type Rejection } from '../http/errors.js';
-import { FORWARDED_HEADER, HANDED_OVER_HEADER, type SessionOwner } from '../ports/cluster.js';
+import { FORWARDED_HEADER, HANDED_OVER_HEADER, MOVED_HEADER, type SessionOwner } from '../ports/cluster.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
@@ -31,6 +31,10 @@ export async function handOver(
   session?: Session,
 ): Promise<void> {
   const cluster = ctx.options.cluster;
+  // Forwarded here as to the owner of a session this instance has just let go (its call ended and
+  // the drain handed it off): the peer that sent it restores it. Handed to a peer again, it would
+  // come back here (or, carrying the hand-over mark, end as a 503 for the client).
+  if (!session && cluster && fromPeer(cluster, req, FORWARDED_HEADER)) return sendRejection(res, movedAway(ctx));
   if (session?.idle && cluster?.handOff) await ctx.registry.handOff(session, ctx.options.retryMs);
   let peers: SessionOwner[] = [];
   try {
@@ -50,6 +54,14 @@ export async function handOver(
     ctx.options.onError(asError(error, `handing a request over to instance ${peer.instanceId} failed`));
     sendRejection(res, draining(ctx));
   }
+}
+
+/** The answer {@link MOVED_HEADER} marks: the forwarding peer's `forward` rejects on it and never relays it. */
+function movedAway(ctx: EngineContext): Rejection {
+  return reject(503, ErrorCode.ServerError, 'Service Unavailable: this server instance let the session go; retry', {
+    'retry-after': '1',
+    [MOVED_HEADER]: ctx.instanceId,
+  });
 }
 
 export function draining(ctx: EngineContext): Rejection {
