@@ -5,33 +5,31 @@
  * live on: once A is back, the session is gone there too (404), and the call A's copy ran has ended.
  */
 import { afterEach, expect, it } from 'vitest';
-import { instance, type Instance } from '../support/cluster.js';
-import { freePort, startRedis, type TestRedis } from '../support/redis.js';
-import { startRespFaultProxy, type RespFaultProxy } from '../support/resp-faults.js';
+import { instance } from '../support/cluster.js';
+import { freePort, startRedis } from '../support/redis.js';
+import { startRespFaultProxy } from '../support/resp-faults.js';
 import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
 
 const ENV = { CLUSTER: 'shared', HEARTBEAT_MS: '300', RETRY_MS: '100', LIVE_PAGE: '0' };
 
-let redis: TestRedis | undefined;
-let faults: RespFaultProxy | undefined;
-let instances: Instance[] = [];
-
+/** What each test started, stopped in reverse order after it. */
+const started: Array<() => Promise<void>> = [];
 afterEach(async () => {
-  for (const i of instances) await i.stop('SIGKILL');
-  instances = [];
-  await faults?.close();
-  await redis?.stop();
-  faults = undefined;
-  redis = undefined;
+  for (const stop of started.splice(0).reverse()) await stop();
 });
 
 it('a session deleted through B while A was cut off from Redis is gone on A once A is back: 404, and its call there ended', async () => {
-  redis = await startRedis();
-  faults = await startRespFaultProxy(redis.port);
+  const redis = await startRedis();
+  started.push(() => redis.stop());
+  const faults = await startRespFaultProxy(redis.port);
+  started.push(() => faults.close());
   const a = instance('A', await freePort(), { ...ENV, REDIS_URL: faults.url });
   const b = instance('B', await freePort(), { ...ENV, REDIS_URL: redis.url });
-  instances.push(a, b);
-  await Promise.all(instances.map((i) => i.start()));
+  started.push(
+    () => a.stop('SIGKILL'),
+    () => b.stop('SIGKILL'),
+  );
+  await Promise.all([a.start(), b.start()]);
 
   const init = await http(b.url).postSse(initializeRequest(1));
   const sessionId = init.response.headers.get('mcp-session-id')!;
