@@ -48,7 +48,7 @@ export class EngineContext {
   /** Requests being handed over to peers now: close() lets them finish before it leaves the cluster. */
   readonly handingOver = new Set<Promise<void>>();
   /** Shared cluster: resumes waiting for a stream's writer to answer the requests the store lost (remote/shared.ts). */
-  readonly lostEventsAnswered = new Map<string, () => void>();
+  readonly lostEventsAnswered = new Map<string, Set<() => void>>();
   /** Streams relayed from other instances (ended apart by a drain). */
   readonly relays = new Relays();
   /** What the verbs learned of a request, for its telemetry (filled only while somebody listens). */

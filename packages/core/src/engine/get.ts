@@ -39,16 +39,15 @@ export async function serveGet(ctx: EngineContext, req: CoreRequest, res: CoreRe
   }
   // Shared: a stream another copy of the session writes (or wrote) is followed through the store.
   if (found.kind === 'local' && resuming && ctx.options.cluster?.shared) {
-    const streamId = parseEventId(lastEventId)?.streamId;
-    if (streamId !== undefined && !found.session.activeStream(streamId)) {
+    const cursor = parseEventId(lastEventId);
+    if (cursor !== undefined && !found.session.activeStream(cursor.streamId)) {
       const polling = ctx.polling(ctx.versionOf(req, found.session));
       const sessionId = found.session.sessionId as string;
       const followed = await followRemote(ctx, res, { sessionId }, lastEventId, polling);
       if (followed !== 'refused') return;
       // The store cannot replay what the client missed: the copy that writes the stream answers its
       // requests in the store with an error, read from there (else 404/410, below).
-      const cursor = parseEventId(lastEventId)!;
-      if (await askWriterToEndLost(ctx, sessionId, streamId, cursor.seq)) {
+      if (await askWriterToEndLost(ctx, sessionId, cursor.streamId, cursor.seq)) {
         if ((await followRemote(ctx, res, { sessionId }, lastEventId, polling)) !== 'refused') return;
       }
     }

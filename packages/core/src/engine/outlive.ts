@@ -50,6 +50,16 @@ export function keepAlive(options: ResolvedOptions, session: Session, stream: St
   if (end) session.routes.outlive(stream, end);
 }
 
+/**
+ * Ends requests that can never be answered properly: each gets `error` on its own stream (stored
+ * like any answer), then is cancelled at the server. Resolves once the answers are stored.
+ */
+export function answerAndCancel(session: Session, ids: RequestId[], error: { code: number; message: string }): Promise<unknown> {
+  const stored = Promise.all(ids.map((id) => session.send({ jsonrpc: '2.0', id, error })));
+  cancelRequests(session, ids, error.message);
+  return stored;
+}
+
 /** Cancels `ids` at the session's server as if its client had (the tools' signals abort; the SDK answers none of them). */
 export function cancelRequests(session: Session, ids: RequestId[], reason: string): void {
   session.dispatch(
@@ -68,6 +78,5 @@ function expire(options: ResolvedOptions, session: Session, stream: Stream, limi
   if (session.closed || ids.length === 0) return;
   const error = callTooLong(limitMs);
   options.onError(new Error(`${ids.length} request(s) ran past maxCallDurationMs (${limitMs} ms): answered with an error`));
-  for (const id of ids) void session.send({ jsonrpc: '2.0', id, error });
-  cancelRequests(session, ids, error.message);
+  void answerAndCancel(session, ids, error);
 }

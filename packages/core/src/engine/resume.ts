@@ -9,7 +9,7 @@ import type { Stream } from '../streams/stream.js';
 import type { Session } from '../session/session.js';
 import { replayed, watchConnection } from '../telemetry/watch.js';
 import type { EngineContext } from './context.js';
-import { cancelRequests } from './outlive.js';
+import { answerAndCancel } from './outlive.js';
 
 /**
  * `GET` + `Last-Event-ID` on the session's owner: replay what the stream missed, then follow it
@@ -132,8 +132,7 @@ function endLostCall(ctx: EngineContext, res: CoreResponder, session: Session, s
   reportLostEvents(ctx, ids.length);
   const conn = session.newConnection(res);
   session.follow(stream, conn, stream.seq);
-  for (const id of ids) void session.send({ jsonrpc: '2.0', id, error: LOST_EVENTS });
-  cancelRequests(session, ids, LOST_EVENTS.message);
+  void answerAndCancel(session, ids, LOST_EVENTS);
 }
 
 /**

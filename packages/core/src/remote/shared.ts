@@ -5,7 +5,7 @@ import type { Session } from '../session/session.js';
 import { instanceOfTag } from '../session/tags.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
-import { cancelRequests } from '../engine/outlive.js';
+import { answerAndCancel } from '../engine/outlive.js';
 import { LOST_EVENTS, reportLostEvents } from '../engine/resume.js';
 import { answerLostStream } from './lost.js';
 
@@ -56,7 +56,10 @@ export function routeShared(
 
 /** What another instance of a shared cluster sends this one about a session held here. */
 export function receiveShared(ctx: EngineContext, message: ClusterMessage): void {
-  if (message.kind === 'lost-events-answered') return void ctx.lostEventsAnswered.get(lostKey(message))?.();
+  if (message.kind === 'lost-events-answered') {
+    for (const answered of ctx.lostEventsAnswered.get(lostKey(message)) ?? []) answered();
+    return;
+  }
   const session = ctx.registry.get(message.sessionId);
   if (!session || session.closed) return;
   switch (message.kind) {
@@ -100,11 +103,15 @@ export async function askWriterToEndLost(ctx: EngineContext, sessionId: string, 
   const cluster = ctx.options.cluster!;
   const key = lostKey({ sessionId, streamId });
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAnswer: (() => void) | undefined;
   const answered = new Promise<boolean>((resolve) => {
-    ctx.lostEventsAnswered.set(key, () => resolve(true));
+    onAnswer = () => resolve(true);
     timer = setTimeout(() => resolve(false), LOST_EVENTS_WAIT_MS);
     timer.unref?.();
   });
+  // Several resumes of one stream may wait at once: each hears the answer.
+  const waiting = ctx.lostEventsAnswered.get(key) ?? new Set<() => void>();
+  ctx.lostEventsAnswered.set(key, waiting.add(onAnswer!));
   try {
     await cluster.post!('*', { kind: 'lost-events', sessionId, streamId, afterSeq, from: ctx.instanceId });
     return await answered;
@@ -113,7 +120,8 @@ export async function askWriterToEndLost(ctx: EngineContext, sessionId: string, 
     return false;
   } finally {
     clearTimeout(timer);
-    ctx.lostEventsAnswered.delete(key);
+    waiting.delete(onAnswer!);
+    if (waiting.size === 0) ctx.lostEventsAnswered.delete(key);
   }
 }
 
@@ -134,8 +142,7 @@ async function endLostStream(
   if (stream?.kind === 'request' && stream.pending.size > 0) {
     const ids = [...stream.pending];
     reportLostEvents(ctx, ids.length);
-    await Promise.all(ids.map((id) => session.send({ jsonrpc: '2.0', id, error: LOST_EVENTS })));
-    cancelRequests(session, ids, LOST_EVENTS.message);
+    await answerAndCancel(session, ids, LOST_EVENTS);
   } else if (!stream && awaited && awaited.ids.length > 0) {
     const ids = awaited.ids;
     reportLostEvents(ctx, ids.length);
