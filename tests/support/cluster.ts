@@ -38,7 +38,7 @@ function launch(app: ExampleAppName, port: number): { args: string[]; cwd: strin
 
 export interface Instance {
   name: string;
-  port: number;
+  readonly port: number;
   /** Its own endpoint, bypassing the proxy. */
   readonly url: string;
   readonly pid: number;
@@ -66,7 +66,7 @@ export interface Instance {
  * listens. next-example creates its handler at its first request, so for it `start()` sends one.
  */
 export function instance(name: string, port: number, env: Record<string, string>, app: ExampleAppName = 'express-example'): Instance {
-  const command = launch(app, port);
+  let current = port;
   // MCP_KIT_CLUSTER=shared runs a cluster suite in the other mode (issue 21): no internalUrl.
   if (CLUSTER_MODE === 'shared' && env.REDIS_URL && env.CLUSTER === undefined) env = { ...env, CLUSTER: 'shared' };
   let child: ChildProcess | undefined;
@@ -79,10 +79,36 @@ export function instance(name: string, port: number, env: Record<string, string>
     output += d;
     for (const w of [...watchers]) w();
   };
+  /** One start on the current port; rejects if the process exits first. */
+  const startOnce = async () => {
+    const command = launch(app, current);
+    runStart = output.length;
+    const c = spawn(process.execPath, command.args, {
+      cwd: command.cwd,
+      env: { ...process.env, ...command.env, HOST: '127.0.0.1', PORT: String(current), INSTANCE_NAME: name, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child = c;
+    c.stdout?.on('data', append);
+    c.stderr?.on('data', append);
+    const exited = new Promise<never>((_, reject) =>
+      c.once('exit', (code, signal) => reject(new Error(`${name} exited (${code ?? signal}) before listening:\n${self.runOutput}`))),
+    );
+    exited.catch(() => {});
+    if (app === 'next-example') {
+      await Promise.race([self.waitFor(/Ready in/, 15_000), exited]);
+      await fetch(self.url).then((res) => res.body?.cancel());
+    }
+    await Promise.race([self.waitFor(new RegExp(`:${current}/mcp`), 15_000), exited]);
+  };
   const self: Instance = {
     name,
-    port,
-    url: `http://127.0.0.1:${port}/mcp`,
+    get port() {
+      return current;
+    },
+    get url() {
+      return `http://127.0.0.1:${current}/mcp`;
+    },
     get pid() {
       return child?.pid ?? -1;
     },
@@ -106,25 +132,18 @@ export function instance(name: string, port: number, env: Record<string, string>
     },
     async start() {
       stopping = false;
-      runStart = output.length;
       runs++;
-      const c = spawn(process.execPath, command.args, {
-        cwd: command.cwd,
-        env: { ...process.env, ...command.env, HOST: '127.0.0.1', PORT: String(port), INSTANCE_NAME: name, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      child = c;
-      c.stdout?.on('data', append);
-      c.stderr?.on('data', append);
-      const exited = new Promise<never>((_, reject) =>
-        c.once('exit', (code, signal) => reject(new Error(`${name} exited (${code ?? signal}) before listening:\n${self.runOutput}`))),
-      );
-      exited.catch(() => {});
-      if (app === 'next-example') {
-        await Promise.race([self.waitFor(/Ready in/, 15_000), exited]);
-        await fetch(self.url).then((res) => res.body?.cancel());
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await startOnce();
+        } catch (error) {
+          // Another test process (vitest runs files in parallel workers) listened on the port
+          // between freePort() and this start. Only a first start moves: a restart keeps its port,
+          // which a proxy in front of it knows.
+          if (runs > 1 || attempt >= 3 || !/EADDRINUSE/.test(self.runOutput)) throw error;
+          current = await freePort();
+        }
       }
-      await Promise.race([self.waitFor(new RegExp(`:${port}/mcp`), 15_000), exited]);
     },
     async stop(signal = 'SIGTERM') {
       const c = child;

@@ -23,5 +23,10 @@ if (process.env.LIVE_PAGE !== '0') mountLivePage(app, mcp);
 app.use('/mcp', mcpExpress(mcp));
 
 await example.ready();
-const server = app.listen(example.port, example.host, () => console.log(example.describe()));
+// Express 5 calls this back with the error when the port is taken: say so and exit, never claim to listen.
+const server = app.listen(example.port, example.host, (error?: Error) => {
+  if (!error) return console.log(example.describe());
+  console.error(`${example.name}: cannot listen on ${example.host}:${example.port}: ${error.message}`);
+  process.exit(1);
+});
 shutdownGracefully(example, mcp, { server });
