@@ -161,6 +161,14 @@ export interface McpHandlerOptions {
    */
   maxBufferedBytes?: number;
   /**
+   * While the event store is down (a Redis restart, a failover), a stream's events wait in memory,
+   * in order, and are stored once it is back, so a client away polling misses none. Past this many
+   * bytes waiting on one stream, its calls are stopped (their tools' signals abort) and answered
+   * with an error once the store is back; later notifications on it are dropped. Default
+   * `1024 * 1024`.
+   */
+  maxUnstoredBytes?: number;
+  /**
    * DNS-rebinding protection (Host and Origin checks). `'auto'` (default) turns it on for requests
    * that arrive on a loopback address; `true` always; `false` never.
    */
@@ -212,6 +220,7 @@ export interface ResolvedOptions {
   clientKey: NonNullable<McpHandlerOptions['clientKey']>;
   maxBodyBytes: number;
   maxBufferedBytes: number;
+  maxUnstoredBytes: number;
   dnsRebindingProtection: boolean | 'auto';
   allowedHosts: string[];
   allowedOrigins: string[];
@@ -259,6 +268,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     clientKey: resolveClientKey(options.clientKey),
     maxBodyBytes: positiveInt(options.maxBodyBytes ?? 4 * 1024 * 1024, 'maxBodyBytes', OWNER),
     maxBufferedBytes: positiveInt(options.maxBufferedBytes ?? 4 * 1024 * 1024, 'maxBufferedBytes', OWNER),
+    maxUnstoredBytes: positiveInt(options.maxUnstoredBytes ?? 1024 * 1024, 'maxUnstoredBytes', OWNER),
     dnsRebindingProtection: options.dnsRebindingProtection ?? 'auto',
     allowedHosts,
     allowedOrigins: (options.allowedOrigins ?? allowedHosts).map((o) => o.toLowerCase().replace(/\/$/, '')),

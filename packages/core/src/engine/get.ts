@@ -1,4 +1,4 @@
-import { parseEventId } from '../events/ids.js';
+import { parseEventId, parseWaitingCursor } from '../events/ids.js';
 import { ErrorCode, reject, sendRejection } from '../http/errors.js';
 import { checkAccept, header } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
@@ -9,17 +9,21 @@ import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
 import { handOver, servedWhileDraining } from './drain.js';
 import { resume } from './resume.js';
+import { resumeLater } from './resume-later.js';
 
 /**
  * `GET`: with `Last-Event-ID`, a client resuming a stream (here, or from the shared store for
  * another instance's session); without, the session's standalone stream for messages that belong
  * to no request.
  */
-export async function serveGet(ctx: EngineContext, req: CoreRequest, res: CoreResponder): Promise<void> {
+export async function serveGet(ctx: EngineContext, req: CoreRequest, given: CoreResponder): Promise<void> {
   const v = checkAccept('GET', header(req.headers, 'accept'));
-  if (!v.ok) return sendRejection(res, v);
-  const lastEventId = header(req.headers, 'last-event-id');
-  const resuming = lastEventId !== undefined && lastEventId !== '';
+  if (!v.ok) return sendRejection(given, v);
+  const sent = header(req.headers, 'last-event-id');
+  const resuming = sent !== undefined && sent !== '';
+  // A resume the store or a peer cannot serve now is sent back to come again later (an outage).
+  const { cursor: lastEventId, waits } = parseWaitingCursor(sent ?? '');
+  const res = resuming ? resumeLater(given, lastEventId, waits) : given;
   if (!resuming && !ctx.options.standaloneStream) {
     const message =
       'Method not allowed: this endpoint opens no standalone SSE stream (standaloneStream: false); GET only resumes a stream, with Last-Event-ID';

@@ -1,5 +1,5 @@
-import type { RequestId } from '../ports/mcp.js';
 import type { CoreRequest } from '../ports/http.js';
+import { answerAndCancel } from '../session/end-calls.js';
 import type { ResolvedOptions } from '../options.js';
 import type { Session } from '../session/session.js';
 import type { Stream } from '../streams/stream.js';
@@ -48,24 +48,6 @@ export function outlive(options: ResolvedOptions, req: CoreRequest, expire: (lim
 export function keepAlive(options: ResolvedOptions, session: Session, stream: Stream, req: CoreRequest): void {
   const end = outlive(options, req, (limitMs) => expire(options, session, stream, limitMs));
   if (end) session.routes.outlive(stream, end);
-}
-
-/**
- * Ends requests that can never be answered properly: each gets `error` on its own stream (stored
- * like any answer), then is cancelled at the server. Resolves once the answers are stored.
- */
-export function answerAndCancel(session: Session, ids: RequestId[], error: { code: number; message: string }): Promise<unknown> {
-  const stored = Promise.all(ids.map((id) => session.send({ jsonrpc: '2.0', id, error })));
-  cancelRequests(session, ids, error.message);
-  return stored;
-}
-
-/** Cancels `ids` at the session's server as if its client had (the tools' signals abort; the SDK answers none of them). */
-export function cancelRequests(session: Session, ids: RequestId[], reason: string): void {
-  session.dispatch(
-    ids.map((requestId) => ({ jsonrpc: '2.0' as const, method: 'notifications/cancelled', params: { requestId, reason } })),
-    { headers: {} },
-  );
 }
 
 /**

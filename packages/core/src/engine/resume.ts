@@ -1,4 +1,5 @@
 import { eventId, parseEventId } from '../events/ids.js';
+import { answerAndCancel } from '../session/end-calls.js';
 import { malformedCursor, replayRejection, sendRejection, unavailable } from '../http/errors.js';
 import type { ReplayResult } from '../ports/event-store.js';
 import type { RequestId } from '../ports/mcp.js';
@@ -9,7 +10,6 @@ import type { Stream } from '../streams/stream.js';
 import type { Session } from '../session/session.js';
 import { replayed, watchConnection } from '../telemetry/watch.js';
 import type { EngineContext } from './context.js';
-import { answerAndCancel } from './outlive.js';
 
 /**
  * `GET` + `Last-Event-ID` on the session's owner: replay what the stream missed, then follow it
@@ -106,6 +106,9 @@ async function catchUp(
     await conn.replay(more.frames);
     // Gone from the session with nothing more stored (deleted, or dropped): nothing to wait for.
     if (!progressed && !active) break;
+    // Frames the store does not hold yet (it is back from an outage, or the write is on its way):
+    // read again once they are stored, not at once in a loop.
+    if (!progressed && active) await active.afterStored(() => {});
   }
   return { lastSeq, complete };
 }

@@ -49,3 +49,19 @@ export function parseEventId(value: string): { streamId: string; seq: number } |
   if (!m) return undefined;
   return { streamId: m[1] as string, seq: Number(m[2]) };
 }
+
+/**
+ * A cursor handed back while the store cannot serve a resume (an outage): the client's own cursor
+ * with how many times it was sent back already, so the next `retry:` backs off on any instance.
+ */
+export function waitingCursor(cursor: string, waits: number): string {
+  return `${cursor}~${waits}`;
+}
+
+const WAITING = /^(.*)~([0-9]{1,3})$/;
+
+/** Splits a {@link waitingCursor} into the client's cursor and its count (0 for a plain cursor). */
+export function parseWaitingCursor(value: string): { cursor: string; waits: number } {
+  const m = WAITING.exec(value);
+  return m ? { cursor: m[1] as string, waits: Number(m[2]) } : { cursor: value, waits: 0 };
+}

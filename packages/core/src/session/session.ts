@@ -7,9 +7,10 @@ import { SseConnection } from '../streams/connection.js';
 import { ResponseHeaders } from '../streams/frames.js';
 import type { SessionEndReason } from '../telemetry/events.js';
 import { watchConnection } from '../telemetry/watch.js';
-import { Stream, type JsonReply } from '../streams/stream.js';
+import { Stream, type AppendHooks, type JsonReply } from '../streams/stream.js';
 import { messageExtra, requestInfoOf, type Inbound } from '../sdk/extra.js';
 import { asError } from '../util/errors.js';
+import { appendHooks } from './end-calls.js';
 import { StreamRoutes } from './routes.js';
 import { SessionServer } from './server.js';
 
@@ -56,6 +57,7 @@ export class Session implements Transport {
   ) {
     this.lastActive = Date.now();
     this.headers = new ResponseHeaders(sessionId);
+    this.appendHooks = appendHooks(this, options, (stream) => this.finish(stream));
   }
 
   /** Its response headers (they carry its id), built once. */
@@ -288,8 +290,7 @@ export class Session implements Transport {
 
   private readonly overflowed = (conn: SseConnection): void => conn.end(conn.pace ?? this.options.retryMs, 'slow-reader');
   private readonly closeStandaloneFn = (retryMs?: number): boolean => this.closeStandalone(retryMs);
-  private readonly finishFn = (stream: Stream): void => this.finish(stream);
-  private readonly reportError = (error: Error): void => this.options.onError(error);
+  private readonly appendHooks: AppendHooks;
 
   /**
    * A cancelled request gets no answer from the SDK: its stream ends once what was stored went out;
@@ -316,13 +317,14 @@ export class Session implements Transport {
       if (final) this.finishJson(stream);
       return RESOLVED;
     }
+    if (stream.lost && responseTo === undefined) return RESOLVED; // an outage ended its calls: answers only
     const json = JSON.stringify(message);
     if (!stream.resumable) {
       stream.writeUnstored(json);
       if (final) this.finish(stream);
       return RESOLVED;
     }
-    return stream.append(this.options.eventStore, json, final, this.reportError, this.finishFn, this.options.telemetry);
+    return stream.append(this.options.eventStore, json, final, this.appendHooks);
   }
 
   private finish(stream: Stream): void {

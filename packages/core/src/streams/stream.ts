@@ -4,11 +4,27 @@ import type { EventStore, StreamKey } from '../ports/event-store.js';
 import type { CloseReason } from '../telemetry/events.js';
 import type { TelemetryHub } from '../telemetry/hub.js';
 import { asError } from '../util/errors.js';
-import { brieflyRetried, failureOf, retried } from '../util/retry.js';
+import { brieflyRetried, failureOf, retriedWhile } from '../util/retry.js';
 import type { SseConnection } from './connection.js';
 import { messageEvent, primingEvent } from './frames.js';
 
 const RESOLVED: Promise<void> = Promise.resolve();
+
+/** What a stream's appends report to the session that owns it. */
+export interface AppendHooks {
+  onError(error: Error): void;
+  /** The final frame was stored (or given up on) and written. */
+  onFinal(stream: Stream): void;
+  /**
+   * An outage held more than `maxUnstoredBytes` of the stream's frames: its calls must end (once
+   * per stream). Their answers are still appended, and stored once the store is back.
+   */
+  onLost(stream: Stream): void;
+  /** Frames waiting through an outage are given up on once this says so (the session ended). */
+  abandoned(): boolean;
+  maxUnstoredBytes: number;
+  telemetry: TelemetryHub;
+}
 
 /** JSON-response mode: the answers of a POST, gathered until the last one arrives. */
 export interface JsonReply {
@@ -43,6 +59,10 @@ export class Stream {
   private tail: Promise<void> | undefined;
   /** A frame of it could not be stored: later ones are tried once, and the client reads what the store has. */
   private broken = false;
+  /** Bytes of frames handed to the store and not stored yet: through an outage they wait here, in order. */
+  private unstoredBytes = 0;
+  /** More than `maxUnstoredBytes` waited through an outage: its calls were ended; notifications are dropped. */
+  lost = false;
 
   constructor(
     readonly id: string,
@@ -142,21 +162,17 @@ export class Stream {
   /**
    * Assigns the next id to a message, stores the frame, then writes it; after writing the final
    * frame it calls `onFinal`. With a synchronous store this all happens now; with an asynchronous
-   * one frames go out in order, each only once stored. A store write that fails is tried again
-   * (at once, then backing off, about 3 s in all: a blip, a failover); a frame the store still
-   * refuses is never written to the wire, since a client that saw it could not resume past it
-   * without a gap (issue 20, item 3): the connection ends with the retry hint instead.
+   * one frames go out in order, each only once stored. A store write that fails is tried again,
+   * backing off to once a second, for as long as the outage lasts (issue 27: a Redis restart or a
+   * failover outlasts any budget of a few seconds), the frames behind it waiting in order; past
+   * `maxUnstoredBytes` waiting, the stream's calls are ended ({@link AppendHooks.onLost}). A frame
+   * the store does not take is never written to the wire, since a client that saw it could not
+   * resume past it without a gap: a client comes back and reads it from the store once it is there.
    */
-  append(
-    store: EventStore,
-    json: string,
-    final: boolean,
-    onError: (error: Error) => void,
-    onFinal: (stream: Stream) => void,
-    telemetry: TelemetryHub,
-  ): Promise<void> {
+  append(store: EventStore, json: string, final: boolean, hooks: AppendHooks): Promise<void> {
     const seq = ++this.seq;
     const frame = messageEvent(eventId(this.id, seq), json);
+    const { telemetry } = hooks;
     if (telemetry.on) {
       telemetry.emit({
         type: 'event',
@@ -176,18 +192,26 @@ export class Stream {
     }
     if (stored === undefined && this.tail === undefined) {
       this.conn?.write(frame, seq);
-      if (final) onFinal(this);
+      if (final) hooks.onFinal(this);
       return RESOLVED;
+    }
+    this.unstoredBytes += frame.length;
+    if (this.unstoredBytes > hooks.maxUnstoredBytes && !this.lost) {
+      this.lost = true;
+      // Not from inside this append: ending the calls appends their answers.
+      queueMicrotask(() => hooks.onLost(this));
     }
     // Settled now, so a write that fails before the frames ahead of it are out is never unhandled.
     const first = failureOf(stored);
+    const goOn = () => !this.broken && !hooks.abandoned();
     const tail = (this.tail ?? RESOLVED)
       .then(() => first)
-      .then((error) => (error === undefined || this.broken ? error : retried(attempt, error)))
+      .then((error) => (error === undefined || this.broken ? error : retriedWhile(attempt, error, goOn)))
       .then((error) => {
+        this.unstoredBytes -= frame.length;
         if (error === undefined) this.conn?.write(frame, seq);
-        else this.unstored(error, onError);
-        if (final) onFinal(this);
+        else this.unstored(error, hooks.onError);
+        if (final) hooks.onFinal(this);
         if (this.tail === tail) this.tail = undefined;
       });
     this.tail = tail;
@@ -196,7 +220,7 @@ export class Stream {
 
   /** A frame the store would not take: not sent; the client resumes from what the store has. */
   private unstored(error: unknown, onError: (error: Error) => void): void {
-    if (!this.broken) onError(asError(error, 'event store append failed after retries; frame not sent, the client resumes from the store'));
+    if (!this.broken) onError(asError(error, 'event store append failed until its session ended; frame not sent'));
     this.broken = true;
     this.conn?.end(this.conn.pace ?? this.retryMs, 'server-close');
   }

@@ -30,6 +30,31 @@ export async function retried(attempt: () => unknown, error: unknown): Promise<u
   return last;
 }
 
+/** Pauses before each new try of a write that waits out an outage: backing off to once a second. */
+const OUTAGE_RETRIES_MS = [0, 50, 100, 200, 400, 800, 1_000];
+
+/**
+ * Tries a failed store write again for as long as `goOn()` says (an outage lasts as long as it
+ * lasts: no budget of ours is longer than every real one), once a second after the first few tries:
+ * `undefined` once it succeeded, or its last error once `goOn()` said stop. Idempotent writes only.
+ */
+export async function retriedWhile(attempt: () => unknown, error: unknown, goOn: () => boolean): Promise<unknown> {
+  let last = error;
+  for (let i = 0; goOn(); i++) {
+    const pauseMs = OUTAGE_RETRIES_MS[Math.min(i, OUTAGE_RETRIES_MS.length - 1)] as number;
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    let write: unknown;
+    try {
+      write = attempt();
+    } catch (e) {
+      write = Promise.reject(e);
+    }
+    last = await failureOf(write);
+    if (last === undefined) return undefined;
+  }
+  return last;
+}
+
 /**
  * Pauses before each new try of a store operation a waiting request depends on (a replay, an
  * owner lookup, a stream's registration). It is tried again at once and twice more within ~150 ms

@@ -1,0 +1,59 @@
+import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
+import type { ResolvedOptions } from '../options.js';
+import type { Inbound } from '../sdk/extra.js';
+import type { AppendHooks, Stream } from '../streams/stream.js';
+
+/** What ending a session's calls needs of it. */
+export interface CallsOf {
+  readonly closed: boolean;
+  send(message: JSONRPCMessage): Promise<void>;
+  dispatch(messages: JSONRPCMessage[], inbound: Inbound): void;
+}
+
+/**
+ * Ends requests that can never be answered properly: each gets `error` on its own stream (stored
+ * like any answer, so a client away polling reads it when it comes back), then is cancelled at
+ * the server as if its client had (the tools' signals abort; the SDK answers none of them).
+ * Resolves once the answers are stored.
+ */
+export function answerAndCancel(session: CallsOf, ids: RequestId[], error: { code: number; message: string }): Promise<unknown> {
+  const stored = Promise.all(ids.map((id) => session.send({ jsonrpc: '2.0', id, error })));
+  const cancels = ids.map((requestId) => ({
+    jsonrpc: '2.0' as const,
+    method: 'notifications/cancelled',
+    params: { requestId, reason: error.message },
+  }));
+  session.dispatch(cancels, { headers: {} });
+  return stored;
+}
+
+/** What a call hears when the event store stayed down while it sent more than `maxUnstoredBytes`. */
+export function storeDownTooLong(maxUnstoredBytes: number): { code: number; message: string; data: { maxUnstoredBytes: number } } {
+  return {
+    code: -32603,
+    message: `Internal error: the event store was unavailable while this request sent more than maxUnstoredBytes (${maxUnstoredBytes}) of events; it was stopped, send it again`,
+    data: { maxUnstoredBytes },
+  };
+}
+
+/** An outage held more of a stream's events than `maxUnstoredBytes`: its calls end (issue 27). */
+export function endUnstoredCalls(session: CallsOf, stream: Stream, options: ResolvedOptions): void {
+  const ids = [...stream.pending];
+  const { maxUnstoredBytes } = options;
+  options.onError(
+    new Error(`the event store was down while ${ids.length} request(s) sent more than maxUnstoredBytes (${maxUnstoredBytes}); stopped`),
+  );
+  if (ids.length > 0) void answerAndCancel(session, ids, storeDownTooLong(maxUnstoredBytes));
+}
+
+/** What the streams of `session` report to it as they append: built once per session. */
+export function appendHooks(session: CallsOf, options: ResolvedOptions, onFinal: (stream: Stream) => void): AppendHooks {
+  return {
+    onError: (error) => options.onError(error),
+    onFinal,
+    onLost: (stream) => endUnstoredCalls(session, stream, options),
+    abandoned: () => session.closed,
+    maxUnstoredBytes: options.maxUnstoredBytes,
+    telemetry: options.telemetry,
+  };
+}
