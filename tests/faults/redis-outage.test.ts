@@ -1,9 +1,10 @@
 /**
  * Redis gone for a while, not a blip (issue 27): three Redis-backed express-example instances
- * behind the round-robin proxy, SDK v1 clients with their default settings (two failed reconnects
- * and they stop listening) polling long_task with closeEvery, and Redis stopped for 1 s or 5 s
- * (30 s under LONG=1, `pnpm test:chaos`) while every call is away, then started again, empty or
- * with its append-only file. Whatever the outage, no call is left to its client's timeout: each
+ * behind the round-robin proxy, SDK v1 clients and SDK v2 clients (a 2025 session: `legacy`; and
+ * the default negotiation, which lands on 2026-07-28 and stays on its stream) with their default
+ * settings (two failed reconnects and they stop listening) calling long_task with closeEvery, and
+ * Redis stopped for 1, 5 or 30 s while the calls run, then started again, empty or with its
+ * append-only file. Whatever the outage, no call is left to its client's timeout: each
  * completes with every step once and in order, or (Redis came back empty) ends with the
  * lost-events error; no live session hears 404 and no status but 502/503 is a 5xx.
  */
@@ -12,10 +13,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startCluster, type TestCluster } from '../support/cluster.js';
-import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '../cluster/clients.js';
+import { connectClient, oneTo, type LongTask } from '../cluster/clients.js';
+import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
+import { stepOf } from '../clients/harness.js';
 
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
-const CLIENTS = process.env.LONG === '1' ? 30 : 6;
+const CLIENTS = process.env.LONG === '1' ? 30 : 6; // of each kind
 const LONG: LongTask = { steps: 30, intervalMs: 100, closeEvery: 5, retryMs: 700 };
 /** The SDK's own default request timeout: a call still unanswered then was left to it. */
 const CLIENT_TIMEOUT_MS = 60_000;
@@ -31,10 +34,68 @@ const OUTAGES =
         { downMs: 1_000, aof: true },
         { downMs: 5_000, aof: true },
         { downMs: 5_000, aof: false },
+        { downMs: 30_000, aof: true },
       ];
 
+/** One client of the outage, whichever SDK: the steps its running call heard, and the call. */
+interface OutageClient {
+  name: string;
+  sessionId: string | undefined;
+  steps: number[];
+  call(task: LongTask): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+async function sdkV1(url: string, name: string): Promise<OutageClient> {
+  const c = await connectClient(url, name);
+  return {
+    name,
+    sessionId: c.sessionId,
+    get steps() {
+      return c.steps;
+    },
+    call: (task) => c.callLongTask(task, { timeoutMs: CLIENT_TIMEOUT_MS }).then((r) => r.content),
+    close: () => c.close(),
+  };
+}
+
+async function sdkV2(url: string, name: string, mode: 'legacy' | 'auto'): Promise<OutageClient> {
+  const client = new ClientV2({ name, version: '1.0.0' }, { versionNegotiation: { mode } });
+  const transport = new TransportV2(new URL(url));
+  let steps: number[] = [];
+  client.setNotificationHandler('notifications/message', (n) => {
+    const step = stepOf(n.params.data);
+    if (step !== undefined) steps.push(step);
+  });
+  await client.connect(transport);
+  return {
+    name,
+    sessionId: transport.sessionId,
+    get steps() {
+      return steps;
+    },
+    async call(task) {
+      steps = [];
+      // 2026-07-28 sends log notifications only at the level a request asks for.
+      const _meta = { 'io.modelcontextprotocol/logLevel': 'info' };
+      const result = await client.callTool({ name: 'long_task', arguments: { ...task }, _meta }, { timeout: CLIENT_TIMEOUT_MS });
+      return result.content;
+    },
+    close: () => client.close().catch(() => {}),
+  };
+}
+
+/** Resolves once every client has heard at least `n` steps of its running call. */
+async function stepsReached(list: OutageClient[], n: number): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (list.some((c) => c.steps.length < n)) {
+    if (Date.now() > deadline) throw new Error(`steps heard: ${list.map((c) => c.steps.length).join(', ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 let cluster: TestCluster | undefined;
-let clients: ClusterClient[] = [];
+let clients: OutageClient[] = [];
 let dir: string | undefined;
 
 afterEach(async () => {
@@ -50,14 +111,11 @@ describe.each(OUTAGES)('Redis down for $downMs ms (append-only file: $aof)', ({ 
   it('no call waits for its timeout: each completes with every step once and in order, or ends with the lost-events error', async () => {
     if (aof) dir = mkdtempSync(join(tmpdir(), 'mcp-kit-aof-'));
     cluster = await startCluster(3, ENV, 'express-example', dir ? { aofDir: dir } : {});
-    for (let i = 0; i < CLIENTS; i++) clients.push(await connectClient(cluster.proxy.url, `c${i}`));
-    const started = Date.now();
-    const calls = clients.map((c) =>
-      c.callLongTask(LONG, { timeoutMs: CLIENT_TIMEOUT_MS }).then(
-        (result) => ({ result, ms: Date.now() - started }),
-        (error: unknown) => Promise.reject(Object.assign(new Error(String(error)), { ms: Date.now() - started })),
-      ),
-    );
+    const url = cluster.proxy.url;
+    for (let i = 0; i < CLIENTS; i++) {
+      clients.push(await sdkV1(url, `v1-${i}`), await sdkV2(url, `v2-legacy-${i}`, 'legacy'), await sdkV2(url, `v2-auto-${i}`, 'auto'));
+    }
+    const calls = clients.map((c) => c.call(LONG));
     // Every client was just sent away after step 5 (closeEvery 5): Redis goes while they poll.
     await stepsReached(clients, 5);
     const from = cluster.proxy.log.length;
@@ -70,13 +128,13 @@ describe.each(OUTAGES)('Redis down for $downMs ms (append-only file: $aof)', ({ 
     for (const r of requests) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
     const lost = results.filter((r) => r.status === 'rejected').length;
     console.log(
-      `[redis down ${downMs} ms, ${aof ? 'AOF' : 'empty'}] ${CLIENTS} calls: ${CLIENTS - lost} completed, ${lost} ended otherwise; ` +
+      `[redis down ${downMs} ms, ${aof ? 'AOF' : 'empty'}] ${clients.length} calls: ${clients.length - lost} completed, ${lost} ended otherwise; ` +
         `statuses since the stop: ${[...statuses].map(([st, n]) => `${st}×${n}`).join(' ')}`,
     );
     for (const [i, r] of results.entries()) {
       const c = clients[i]!;
       if (r.status === 'fulfilled') {
-        expect(r.value.result.content, c.name).toEqual([{ type: 'text', text: `completed ${LONG.steps} steps` }]);
+        expect(r.value, c.name).toEqual([{ type: 'text', text: `completed ${LONG.steps} steps` }]);
         expect(c.steps, c.name).toEqual(oneTo(LONG.steps));
       } else {
         const why = String(r.reason);
@@ -94,8 +152,7 @@ describe.each(OUTAGES)('Redis down for $downMs ms (append-only file: $aof)', ({ 
     expect(requests.filter((r) => r.status === 404)).toEqual([]);
     // Afterwards every session takes another call.
     for (const c of clients) {
-      const r = await c.callLongTask({ steps: 3, intervalMs: 10 });
-      expect(r.content).toEqual([{ type: 'text', text: 'completed 3 steps' }]);
+      expect(await c.call({ steps: 3, intervalMs: 10 }), c.name).toEqual([{ type: 'text', text: 'completed 3 steps' }]);
     }
   }, 180_000);
 });
