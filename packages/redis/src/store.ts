@@ -1,12 +1,13 @@
 import type { Redis } from 'ioredis';
-import type {
-  EventStore,
-  ReplayResult,
-  StreamKey,
-  StreamListener,
-  StreamSubscription,
-  StreamWriter,
-  UnfinishedStream,
+import {
+  StreamTakenOver,
+  type EventStore,
+  type ReplayResult,
+  type StreamKey,
+  type StreamListener,
+  type StreamSubscription,
+  type StreamWriter,
+  type UnfinishedStream,
 } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, LuaScript, whenReady } from './client.js';
@@ -59,6 +60,9 @@ redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1`,
   2,
 );
+
+/** APPEND's refusals that no retry can change: another instance owns the session, or answered the stream. */
+const TAKEN_OVER = /another instance owns this session now|this stream is complete \(another instance answered it\)/;
 
 // KEYS: stream, session index, the session's owner record ('' = no fence). ARGV: entry id, frame,
 // final, maxlen, ttl, streamId, seq, this instance's id.
@@ -288,19 +292,25 @@ export class RedisEventStore implements EventStore {
     const flag = final ? '1' : '0';
     if (final) this.live.remove(key.sessionId, this.streamKey(key));
     else this.live.add(key.sessionId, this.indexKey(key.sessionId), this.streamKey(key));
-    await APPEND.run(this.client, [
-      this.streamKey(key),
-      this.indexKey(key.sessionId),
-      this.fence ? `${this.fence.ownerKeyPrefix}${key.sessionId}` : '',
-      `${seq}-0`,
-      frame,
-      flag,
-      this.maxEventsPerStream,
-      this.streamTtlMs,
-      key.streamId,
-      seq,
-      this.fence?.instanceId ?? '',
-    ]);
+    try {
+      await APPEND.run(this.client, [
+        this.streamKey(key),
+        this.indexKey(key.sessionId),
+        this.fence ? `${this.fence.ownerKeyPrefix}${key.sessionId}` : '',
+        `${seq}-0`,
+        frame,
+        flag,
+        this.maxEventsPerStream,
+        this.streamTtlMs,
+        key.streamId,
+        seq,
+        this.fence?.instanceId ?? '',
+      ]);
+    } catch (error) {
+      // Refused for good, not an outage: the writer stops instead of retrying (issue 27, item 9).
+      if (error instanceof Error && TAKEN_OVER.test(error.message)) throw new StreamTakenOver(error.message);
+      throw error;
+    }
   }
 
   async replayAfter(sessionId: string, streamId: string, afterSeq: number): Promise<ReplayResult> {

@@ -6,6 +6,21 @@
  * and answers "what came after seq N". Methods may return a promise (Redis) or a plain value (the
  * memory store's synchronous fast path); the engine awaits only when it gets a promise.
  */
+/**
+ * What `append` throws when it refuses a frame for good, not for an outage: another instance owns
+ * the stream's session now, or already answered the stream (it took over from an instance it
+ * counted as gone, frozen or cut off). The writer stops retrying and stops its calls' tools, so a
+ * thawed instance's tool does not run on beside the answer its client already got.
+ */
+export class StreamTakenOver extends Error {
+  override readonly name = 'StreamTakenOver';
+}
+
+/** Whether `error` is a {@link StreamTakenOver}, by name: a store may come with its own copy of this package. */
+export function isStreamTakenOver(error: unknown): boolean {
+  return error instanceof Error && error.name === 'StreamTakenOver';
+}
+
 export interface EventStore {
   /**
    * Registers a stream before its priming event goes out, so `<token>.0` is a valid cursor.
@@ -17,7 +32,8 @@ export interface EventStore {
   /**
    * Appends one serialized SSE frame. `seq` starts at 1 and grows by 1 per stream. `final` marks
    * the frame that completes the stream (the last response of a POST), which lets a replay that
-   * reaches it end the resumed stream.
+   * reaches it end the resumed stream. Throws {@link StreamTakenOver} when the frame can never be
+   * stored; any other failure is taken as an outage, and the write is tried again.
    */
   append(stream: StreamKey, seq: number, frame: string, final: boolean): void | Promise<void>;
   /** The frames of `streamId` after `afterSeq`, if the stream belongs to `sessionId`. */

@@ -18,13 +18,25 @@ export interface CallsOf {
  */
 export function answerAndCancel(session: CallsOf, ids: RequestId[], error: { code: number; message: string }): Promise<unknown> {
   const stored = Promise.all(ids.map((id) => session.send({ jsonrpc: '2.0', id, error })));
-  const cancels = ids.map((requestId) => ({
-    jsonrpc: '2.0' as const,
-    method: 'notifications/cancelled',
-    params: { requestId, reason: error.message },
-  }));
-  session.dispatch(cancels, { headers: {} });
+  cancelCalls(session, ids, error.message);
   return stored;
+}
+
+/** Cancels `ids` at the session's server as if its client had: the tools' signals abort. */
+function cancelCalls(session: CallsOf, ids: RequestId[], reason: string): void {
+  const cancels = ids.map((requestId) => ({ jsonrpc: '2.0' as const, method: 'notifications/cancelled', params: { requestId, reason } }));
+  session.dispatch(cancels, { headers: {} });
+}
+
+/**
+ * Another instance owns the stream's session now, or answered the stream (this one was frozen or
+ * cut off past its heartbeat window): the client already heard its answer there, so the calls
+ * still running here stop, unanswered (issue 27, item 9: a tool must not run on, twice in effect).
+ */
+export function stopTakenOverCalls(session: CallsOf, stream: Stream, options: ResolvedOptions): void {
+  const ids = [...stream.pending];
+  options.onError(new Error(`another instance took over a stream of this session; its ${ids.length} running request(s) here are stopped`));
+  if (ids.length > 0) cancelCalls(session, ids, 'another instance answered this request');
 }
 
 /** What a call hears when the event store stayed down while it sent more than `maxUnstoredBytes`. */
@@ -52,6 +64,7 @@ export function appendHooks(session: CallsOf, options: ResolvedOptions, onFinal:
     onError: (error) => options.onError(error),
     onFinal,
     onLost: (stream) => endUnstoredCalls(session, stream, options),
+    onTakenOver: (stream) => stopTakenOverCalls(session, stream, options),
     abandoned: () => session.closed,
     maxUnstoredBytes: options.maxUnstoredBytes,
     telemetry: options.telemetry,

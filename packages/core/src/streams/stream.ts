@@ -1,6 +1,6 @@
 import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
 import { eventId } from '../events/ids.js';
-import type { EventStore, StreamKey } from '../ports/event-store.js';
+import { isStreamTakenOver, type EventStore, type StreamKey } from '../ports/event-store.js';
 import type { CloseReason } from '../telemetry/events.js';
 import type { TelemetryHub } from '../telemetry/hub.js';
 import { asError } from '../util/errors.js';
@@ -20,6 +20,8 @@ export interface AppendHooks {
    * per stream). Their answers are still appended, and stored once the store is back.
    */
   onLost(stream: Stream): void;
+  /** The store refused a frame for good ({@link StreamTakenOver}): the stream's calls must stop (once per stream). */
+  onTakenOver(stream: Stream): void;
   /** Frames waiting through an outage are given up on once this says so (the session ended). */
   abandoned(): boolean;
   maxUnstoredBytes: number;
@@ -203,14 +205,14 @@ export class Stream {
     }
     // Settled now, so a write that fails before the frames ahead of it are out is never unhandled.
     const first = failureOf(stored);
-    const goOn = () => !this.broken && !hooks.abandoned();
+    const goOn = (error: unknown) => !this.broken && !isStreamTakenOver(error) && !hooks.abandoned();
     const tail = (this.tail ?? RESOLVED)
       .then(() => first)
-      .then((error) => (error === undefined || this.broken ? error : retriedWhile(attempt, error, goOn)))
+      .then((error) => (error === undefined || !goOn(error) ? error : retriedWhile(attempt, error, goOn)))
       .then((error) => {
         this.unstoredBytes -= frame.length;
         if (error === undefined) this.conn?.write(frame, seq);
-        else this.unstored(error, hooks.onError);
+        else this.unstored(error, hooks);
         if (final) hooks.onFinal(this);
         if (this.tail === tail) this.tail = undefined;
       });
@@ -219,8 +221,11 @@ export class Stream {
   }
 
   /** A frame the store would not take: not sent; the client resumes from what the store has. */
-  private unstored(error: unknown, onError: (error: Error) => void): void {
-    if (!this.broken) onError(asError(error, 'event store append failed until its session ended; frame not sent'));
+  private unstored(error: unknown, hooks: AppendHooks): void {
+    if (!this.broken) {
+      if (isStreamTakenOver(error)) hooks.onTakenOver(this);
+      else hooks.onError(asError(error, 'event store append failed until its session ended; frame not sent'));
+    }
     this.broken = true;
     this.conn?.end(this.conn.pace ?? this.retryMs, 'server-close');
   }

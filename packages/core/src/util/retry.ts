@@ -36,11 +36,11 @@ const OUTAGE_RETRIES_MS = [0, 50, 100, 200, 400, 800, 1_000];
 /**
  * Tries a failed store write again for as long as `goOn()` says (an outage lasts as long as it
  * lasts: no budget of ours is longer than every real one), once a second after the first few tries:
- * `undefined` once it succeeded, or its last error once `goOn()` said stop. Idempotent writes only.
+ * `undefined` once it succeeded, or its last error once `goOn(lastError)` said stop. Idempotent writes only.
  */
-export async function retriedWhile(attempt: () => unknown, error: unknown, goOn: () => boolean): Promise<unknown> {
+export async function retriedWhile(attempt: () => unknown, error: unknown, goOn: (last: unknown) => boolean): Promise<unknown> {
   let last = error;
-  for (let i = 0; goOn(); i++) {
+  for (let i = 0; goOn(last); i++) {
     const pauseMs = OUTAGE_RETRIES_MS[Math.min(i, OUTAGE_RETRIES_MS.length - 1)] as number;
     if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
     let write: unknown;
