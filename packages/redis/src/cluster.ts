@@ -39,6 +39,16 @@ export interface RedisSessionClusterOptions {
   ownerTtlMs?: number;
   /** Connecting to an owner for a forwarded request may take this long. Default `2_000`. */
   connectTimeoutMs?: number;
+  /**
+   * An owner that has not started answering a forwarded request this long after it was sent (on a
+   * new or a reused keep-alive connection) is checked with a request on a new connection; if that
+   * gets no answer within this long either, the owner counts as unreachable (frozen, or cut off
+   * by a silent partition). A `POST` then gets `502` at once (the owner may have received it, so
+   * it is not run here too); a `GET` or `DELETE` waits for the owner to be declared gone and is
+   * served from the restored session. An owner that answers the check is busy, not gone, and is
+   * waited for. Default `3_000` (a frozen owner is given up after at most twice this).
+   */
+  responseTimeoutMs?: number;
   /** Relayed streams are cut past this many unread bytes (the client resumes). Default 4 MiB. */
   maxBufferedBytes?: number;
   /** Command timeout of the client created from `url`, in ms. Default `2_000`. */
@@ -270,6 +280,7 @@ export class RedisSessionCluster implements SessionCluster {
       instanceId: this.instanceId,
       sign: (request) => this.hops.sign(this.instanceId, request),
       connectTimeoutMs: options.connectTimeoutMs,
+      responseTimeoutMs: positiveInt(options.responseTimeoutMs ?? 3_000, 'responseTimeoutMs', 'RedisSessionCluster'),
       maxBufferedBytes: options.maxBufferedBytes,
     });
     this.timer = setInterval(() => void this.heartbeat(), this.heartbeatMs);
@@ -434,7 +445,8 @@ export class RedisSessionCluster implements SessionCluster {
 
   /** Lets go of a session (draining): its owner record goes, its restore record stays for the next instance. */
   async handOff(sessionId: string): Promise<void> {
-    // Shared: a copy ended here (idle, draining); the session and its record live on.
+    // Shared: a copy ended here (idle, draining, or never recorded: its initialize was refused); the session and its record live on.
+    this.created.delete(sessionId);
     if (this.held.delete(sessionId) || this.shared) return;
     if (!this.owned.delete(sessionId)) return;
     await RELEASE.run(this.client, [this.ownerKey(sessionId), '', this.instanceId]);

@@ -1,4 +1,10 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+} from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import {
   FORWARDED_HEADER,
@@ -33,6 +39,16 @@ export interface ForwarderOptions {
   /** Connecting to the owner may take this long. Default `2_000`. */
   connectTimeoutMs?: number;
   /**
+   * An owner that sends no response head this long after the request went out (on a new or a
+   * reused keep-alive connection) is asked for any answer on a new connection (an `OPTIONS`
+   * request); if none comes within this long either, it counts as unreachable (frozen, or cut off
+   * by a silent partition): the forward fails, with `maybeReceived` (the owner may hold the
+   * request). An owner that answers the check is busy, not gone (a `jsonResponse` call answers
+   * when its tool is done), and is waited for, checked again every this long. Default `3_000`:
+   * a frozen owner is given up after at most 2 × this.
+   */
+  responseTimeoutMs?: number;
+  /**
    * A relayed stream whose client reads slower than the owner writes is cut past this many
    * buffered bytes; the client resumes from the store, as with a local stream. Default 4 MiB.
    */
@@ -48,10 +64,14 @@ export class HttpForwarder {
   private readonly http = new HttpAgent({ keepAlive: true });
   private readonly https = new HttpsAgent({ keepAlive: true });
   private readonly connectTimeoutMs: number;
+  private readonly responseTimeoutMs: number;
   private readonly maxBufferedBytes: number;
+  /** The checks under way, per owner origin: concurrent forwards to one silent owner share one. */
+  private readonly probes = new Map<string, Promise<boolean>>();
 
   constructor(private readonly options: ForwarderOptions) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 2_000;
+    this.responseTimeoutMs = options.responseTimeoutMs ?? 3_000;
     this.maxBufferedBytes = options.maxBufferedBytes ?? 4 * 1024 * 1024;
   }
 
@@ -75,6 +95,7 @@ export class HttpForwarder {
         target,
         { method: request.method, headers, agent: secure ? this.https : this.http },
         (upstream) => {
+          answered();
           // The owner let the session go while draining: not an answer for the client; the engine
           // restores the session here once the owner record stops naming that instance.
           if (upstream.headers[MOVED_HEADER] !== undefined) {
@@ -113,16 +134,8 @@ export class HttpForwarder {
           });
         },
       );
-      const timer = setTimeout(
-        () => req.destroy(new Error(`could not connect to ${target.origin} within ${this.connectTimeoutMs} ms`)),
-        this.connectTimeoutMs,
-      );
-      req.on('socket', (socket) => {
-        if (!socket.connecting) clearTimeout(timer);
-        else socket.once('connect', () => clearTimeout(timer));
-      });
+      const answered = this.bound(req, target);
       req.on('error', (error) => {
-        clearTimeout(timer);
         if (!settled) {
           settled = true;
           reject(error);
@@ -130,6 +143,78 @@ export class HttpForwarder {
       });
       req.end(request.body);
     });
+  }
+
+  /**
+   * Bounds how long `req` waits for the owner: `connectTimeoutMs` to connect, then (connected, or
+   * at once on a reused keep-alive socket) `responseTimeoutMs` for the answer's head, else the
+   * owner is checked (see {@link ForwarderOptions.responseTimeoutMs}); one that fails the check
+   * ends the request with an error marked `maybeReceived`. Returns what to call once the head came.
+   */
+  private bound(req: ClientRequest, target: URL): () => void {
+    let answered = false;
+    let silence: ReturnType<typeof setTimeout> | undefined;
+    const connecting = setTimeout(
+      () => req.destroy(new Error(`could not connect to ${target.origin} within ${this.connectTimeoutMs} ms`)),
+      this.connectTimeoutMs,
+    );
+    const awaitHead = (): void => {
+      silence = setTimeout(() => {
+        void this.answers(target).then((alive) => {
+          if (answered || req.destroyed) return;
+          if (alive) return awaitHead();
+          const error = new Error(
+            `instance at ${target.origin} sent no answer within ${this.responseTimeoutMs} ms, nor to a check on a new connection; it may have received the request`,
+          );
+          req.destroy(Object.assign(error, { maybeReceived: true }));
+        });
+      }, this.responseTimeoutMs);
+    };
+    req.on('socket', (socket) => {
+      const connected = () => {
+        clearTimeout(connecting);
+        if (!answered) awaitHead();
+      };
+      if (!socket.connecting) connected();
+      else socket.once('connect', connected);
+    });
+    const stop = () => {
+      clearTimeout(connecting);
+      clearTimeout(silence);
+    };
+    req.on('close', stop);
+    req.on('error', stop);
+    return () => {
+      answered = true;
+      clearTimeout(silence);
+    };
+  }
+
+  /**
+   * Whether the owner at `target` answers anything (any status: its process runs and the network
+   * carries its bytes) on a new connection within `responseTimeoutMs`.
+   */
+  private answers(target: URL): Promise<boolean> {
+    const key = target.origin;
+    let probe = this.probes.get(key);
+    if (probe) return probe;
+    probe = new Promise<boolean>((resolve) => {
+      const url = new URL(target.pathname, target);
+      const check = (target.protocol === 'https:' ? httpsRequest : httpRequest)(url, { method: 'OPTIONS', agent: false }, (res) => {
+        res.resume();
+        resolve(true);
+        check.destroy();
+      });
+      const timer = setTimeout(() => check.destroy(), this.responseTimeoutMs);
+      check.on('error', () => resolve(false));
+      check.on('close', () => {
+        clearTimeout(timer);
+        resolve(false);
+      });
+      check.end();
+    }).finally(() => this.probes.delete(key));
+    this.probes.set(key, probe);
+    return probe;
   }
 
   close(): void {

@@ -49,13 +49,15 @@ export class EngineContext {
   readonly handingOver = new Set<Promise<void>>();
   /** Shared cluster: resumes waiting for a stream's writer to answer the requests the store lost (remote/shared.ts). */
   readonly lostEventsAnswered = new Map<string, Set<() => void>>();
-  /** Streams relayed from other instances (ended apart by a drain). */
-  readonly relays = new Relays();
+  /** Streams relayed from other instances (ended apart by a drain, or when their peer goes silent). */
+  readonly relays: Relays;
   /** What the verbs learned of a request, for its telemetry (filled only while somebody listens). */
   readonly facts = new WeakMap<CoreRequest, { era: 'legacy' | 'modern'; mcpMethod?: string; tool?: string }>();
 
   constructor(readonly options: ResolvedOptions) {
     this.registry = new SessionRegistry(options);
+    // A peer writes a keep-alive on a stream idle keepAliveMs: twice that in silence, it is frozen or cut off.
+    this.relays = new Relays(options.keepAliveMs * 2, options.retryMs);
     this.modern = new ModernServers(options, (message) => this.listeners.publish(message));
     this.instanceId = options.cluster?.instanceId ?? randomId();
     this.tasks = options.tasks ? new Tasks(this) : undefined;

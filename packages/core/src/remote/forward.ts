@@ -1,4 +1,5 @@
 import { ErrorCode, reject, sendRejection } from '../http/errors.js';
+import { readableId } from '../http/messages.js';
 import { principalOf } from '../http/rules.js';
 import type { SessionOwner } from '../ports/cluster.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
@@ -8,6 +9,13 @@ import type { EngineContext } from '../engine/context.js';
 import { handOver } from '../engine/drain.js';
 import { restore } from './locate.js';
 
+/**
+ * What became of a request forwarded to another instance: `relayed` (its answer is on its way to
+ * the client), `unsent` (it never reached the owner: it may be served elsewhere), or `unanswered`
+ * (it may have reached the owner, which gave no answer: see `SessionCluster.forward`).
+ */
+type Forwarded = 'relayed' | 'unsent' | 'unanswered';
+
 /** Serves a request for another instance's session on that instance, relaying its answer as it comes. */
 export async function forward(
   ctx: EngineContext,
@@ -15,7 +23,7 @@ export async function forward(
   res: CoreResponder,
   owner: SessionOwner,
   body: string | undefined,
-): Promise<boolean> {
+): Promise<Forwarded> {
   const request = { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url };
   const { telemetry } = ctx.options;
   // A relayed stream may be long-lived: a drain ends it with the others (see engine/drain.ts).
@@ -25,10 +33,10 @@ export async function forward(
     telemetry.emit({ type: 'forward', at: Date.now(), session: telemetry.hash(sessionId), to: owner.instanceId });
   try {
     await ctx.options.cluster!.forward(owner, request, relaying);
-    return true;
+    return 'relayed';
   } catch (error) {
     ctx.options.onError(asError(error, `forwarding to instance ${owner.instanceId} failed`));
-    return false;
+    return (error as { maybeReceived?: unknown } | undefined)?.maybeReceived === true ? 'unanswered' : 'unsent';
   }
 }
 
@@ -36,7 +44,9 @@ export async function forward(
  * Forwards a request to its session's owner. An owner that does not answer may have died: the
  * request waits (at most the cluster's `ownerTimeoutMs`) until the cluster declares it gone, then
  * the session is restored here and the request served here (the session returned to the caller),
- * or on whichever instance restored it first. Otherwise 502.
+ * or on whichever instance restored it first. Otherwise 502. A `POST` the owner may have received
+ * (it froze, or the network held it, after the request was sent) is never served here too: its
+ * tool would run twice (issue 27, item 2); 502 at once.
  */
 export async function forwardOrTakeOver(
   ctx: EngineContext,
@@ -45,17 +55,43 @@ export async function forwardOrTakeOver(
   remote: { sessionId: string; owner: SessionOwner },
   body: string | undefined,
 ): Promise<Session | undefined> {
-  if (await forward(ctx, req, res, remote.owner, body)) return undefined;
-  if (await ownerGone(ctx, remote.sessionId, remote.owner.instanceId)) {
-    const found = await restore(ctx, req, remote.sessionId, principalOf(req.authInfo));
-    if (found.kind === 'local') return found.session;
-    if (found.kind === 'rejected') return void sendRejection(res, found.rejection);
-    if (found.kind === 'moved') return void (await handOver(ctx, req, res, body));
-    if (await forward(ctx, req, res, found.owner, body)) return undefined;
+  let forwarded = await forward(ctx, req, res, remote.owner, body);
+  if (forwarded === 'relayed') return undefined;
+  if (forwarded === 'unsent' || !runsWork(req)) {
+    if (await ownerGone(ctx, remote.sessionId, remote.owner.instanceId)) {
+      const found = await restore(ctx, req, remote.sessionId, principalOf(req.authInfo));
+      if (found.kind === 'local') return found.session;
+      if (found.kind === 'rejected') return void sendRejection(res, found.rejection);
+      if (found.kind === 'moved') return void (await handOver(ctx, req, res, body));
+      forwarded = await forward(ctx, req, res, found.owner, body);
+      if (forwarded === 'relayed') return undefined;
+    }
+  }
+  if (forwarded === 'unanswered' && runsWork(req)) {
+    const message =
+      'Bad Gateway: the server instance that owns this session did not answer in time; it may have received the request, so it is not run again on another instance';
+    // No Retry-After: sent again, the request could run twice after all (on the owner, once back).
+    sendRejection(res, reject(502, ErrorCode.ServerError, message), idOf(body));
+    return undefined;
   }
   const message = 'Bad Gateway: the server instance that owns this session did not answer; retry later';
   sendRejection(res, reject(502, ErrorCode.ServerError, message, { 'retry-after': '1' }));
   return undefined;
+}
+
+/** A `POST` carries messages whose handlers run (a tool call, an answer to the server): served twice, they would run twice. */
+function runsWork(req: CoreRequest): boolean {
+  return req.method.toUpperCase() === 'POST';
+}
+
+/** The id of a single request in `body`, for its error answer. */
+function idOf(body: string | undefined): string | number | undefined {
+  if (body === undefined) return undefined;
+  try {
+    return readableId(JSON.parse(body));
+  } catch {
+    return undefined;
+  }
 }
 
 /** Waits until the cluster stops naming `instanceId` as the session's owner; `false` if it still does after `ownerTimeoutMs`. */
