@@ -7,10 +7,12 @@ import { forwardOrTakeOver } from '../remote/forward.js';
 import { routeShared } from '../remote/shared.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
+import { brieflyRetried } from '../util/retry.js';
 import { serveModern, TASK_METHODS } from '../modern/serve.js';
 import { readJson } from './body.js';
 import { classifyPost, eraNotServed } from './classify.js';
 import { handOver, servedWhileDraining } from './drain.js';
+import { HeldResponse } from './held.js';
 import { keepAlive } from './outlive.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
@@ -115,15 +117,31 @@ async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreRe
   if (!(await claim(ctx, session, res)) || !(await connectServer(ctx, session, res))) return;
   const requested = (parsed.messages[0] as JSONRPCMessage & { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
   const version = typeof requested === 'string' && ctx.supportedVersions.includes(requested) ? requested : LATEST_LEGACY_VERSION;
-  await respond(ctx, req, res, session, parsed, version);
+  // Shared cluster: the session exists for the other instances once its record is saved; until
+  // then its id goes to nobody. Its answer is held, and refused if the record cannot be saved.
+  const recorded = ctx.registry.recorded(session);
+  const held = recorded && new HeldResponse(res);
+  recorded?.then(
+    () => held!.release(),
+    (error: unknown) => {
+      ctx.options.onError(asError(error, 'cluster saveRecord failed'));
+      held!.refuse(unavailable('the session directory'));
+      session.terminate(undefined, 'error');
+    },
+  );
+  // A session whose stream could not open (the store refused it: 503) is of no use to anybody.
+  if (!(await respond(ctx, req, held || res, session, parsed, version))) session.terminate(undefined, 'error');
 }
 
-/** Records this instance as the session's owner before any instance can be asked for it. */
+/** Records this instance as the session's owner before any instance can be asked for it (tried again at once on a blip). */
 async function claim(ctx: EngineContext, session: Session, res: CoreResponder): Promise<boolean> {
   const cluster = ctx.options.cluster;
   if (!cluster) return true;
+  const claiming = () => cluster.claim(session.sessionId as string, session.principal);
   try {
-    await cluster.claim(session.sessionId as string, session.principal);
+    await Promise.resolve()
+      .then(claiming)
+      .catch(() => brieflyRetried(claiming));
     return true;
   } catch (error) {
     session.terminate(undefined);
@@ -151,7 +169,10 @@ async function serveStateless(ctx: EngineContext, req: CoreRequest, res: CoreRes
   await respond(ctx, req, res, session, parsed, ctx.versionOf(req, undefined));
 }
 
-/** Answers a POST that carries requests: one JSON body, or an SSE stream the answers and their notifications go on. */
+/**
+ * Answers a POST that carries requests: one JSON body, or an SSE stream the answers and their
+ * notifications go on. `false` when the stream could not be opened (the store refused it: 503).
+ */
 async function respond(
   ctx: EngineContext,
   req: CoreRequest,
@@ -159,7 +180,7 @@ async function respond(
   session: Session,
   parsed: ParsedBody,
   version: string,
-): Promise<void> {
+): Promise<boolean> {
   if (ctx.options.jsonResponse) {
     const reply = session.openJsonReply(parsed.requestIds, {
       messages: [],
@@ -167,14 +188,16 @@ async function respond(
       respond: (text) => (text === undefined ? res.send(202, session.headers.json, undefined) : res.send(200, session.headers.json, text)),
     });
     keepAlive(ctx.options, session, reply, req);
-    return session.dispatch(parsed.messages, req);
+    session.dispatch(parsed.messages, req);
+    return true;
   }
   const resumable = session.sessionId !== undefined;
   const stream = session.openRequestStream(parsed.requestIds, resumable, resumable && ctx.polling(version));
   const opened = session.openStream(stream, res, resumable);
-  if (opened !== true && !(await opened)) return;
+  if (opened !== true && !(await opened)) return false;
   keepAlive(ctx.options, session, stream, req);
   session.dispatch(parsed.messages, req);
+  return true;
 }
 
 /** Whom the per-principal cap counts a request without auth for: the `clientKey` option's answer. */

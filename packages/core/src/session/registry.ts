@@ -2,6 +2,7 @@ import { randomId } from '../events/ids.js';
 import type { ResolvedOptions } from '../options.js';
 import type { SseConnection } from '../streams/connection.js';
 import { asError, settle } from '../util/errors.js';
+import { brieflyRetried } from '../util/retry.js';
 import type { RestoreRecord } from '../ports/cluster.js';
 import { adoptRecord, restoreRecordOf } from './record.js';
 import type { SessionEndReason } from '../telemetry/events.js';
@@ -90,17 +91,48 @@ export class SessionRegistry {
     if (cluster?.shared) session.server.answerTags = new AnswerTags(`${cluster.instanceId ?? ''}~${randomId().slice(0, 8)}~`);
     if (cluster?.saveRecord) {
       // Saved once the handshake is done and whenever the log level changes, for other instances to
-      // restore from; in a shared cluster, before the handshake's answer goes out.
+      // restore from. In a shared cluster the record is the session: the handshake's answer waits
+      // for it, and goes out only once it is saved (see `recorded`).
+      let first = cluster.shared && !session.adopted ? this.awaitFirstSave(session) : undefined;
       session.server.record.changed = () => {
         const record = restoreRecordOf(session);
         if (!record || session.closed) return;
+        const save = () => cluster.saveRecord!(session.sessionId as string, record, this.options.sessionIdleTtlMs);
         const saving = Promise.resolve()
-          .then(() => cluster.saveRecord!(session.sessionId as string, record, this.options.sessionIdleTtlMs))
-          .catch((error: unknown) => this.options.onError(asError(error, 'cluster saveRecord failed')));
-        return cluster.shared ? saving : undefined;
+          .then(save)
+          .catch(() => brieflyRetried(save));
+        if (first) {
+          // The handshake's: a failure reaches the answer (it is not delivered) and the engine (503).
+          first(saving);
+          first = undefined;
+          return saving;
+        }
+        const reported = saving.catch((error: unknown) => this.options.onError(asError(error, 'cluster saveRecord failed')));
+        return cluster.shared ? reported : undefined;
       };
     }
     return session;
+  }
+
+  /** Shared cluster: the first save of the record of each session created here, until it settles. */
+  private readonly firstSaves = new WeakMap<Session, Promise<void>>();
+
+  private awaitFirstSave(session: Session): (saving: Promise<void>) => void {
+    let follow!: (saving: Promise<void>) => void;
+    const saved = new Promise<void>((resolve) => (follow = resolve));
+    // Nobody may wait for it (a handshake the server refused): no unhandled rejection then.
+    saved.catch(() => {});
+    this.firstSaves.set(session, saved);
+    return follow;
+  }
+
+  /**
+   * Shared cluster: resolves once the record of a session created here is saved (the handshake is
+   * done), rejects if it could not be (after brief retries): the `initialize` answer is held until
+   * then, and refused with 503 instead (issue 27, item 4). `undefined` elsewhere: nothing to wait for.
+   */
+  recorded(session: Session): Promise<void> | undefined {
+    return this.firstSaves.get(session);
   }
 
   /** A throwaway session for one stateless request. */
