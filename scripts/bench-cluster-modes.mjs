@@ -25,7 +25,7 @@ async function instance(redis, prefix, shared) {
   let scaleOut;
   const served = await serve((url) => {
     if (!redis) return {};
-    scaleOut = createRedisScaleOut({ url: redis.url, keyPrefix: prefix, ...(shared ? {} : { internalUrl: url }) });
+    scaleOut = createRedisScaleOut({ url: redis.url, keyPrefix: prefix, ...(shared ? { mode: 'shared' } : { internalUrl: url }) });
     return { eventStore: scaleOut.eventStore, cluster: scaleOut.cluster, taskStore: scaleOut.taskStore };
   });
   await scaleOut?.ready(5_000);

@@ -66,7 +66,7 @@ async function startNode(name: string): Promise<Node> {
   const url = `http://127.0.0.1:${port}/mcp`;
   // Its own connection, so a crash can cut it without a goodbye to Redis.
   const client = createRedisClient(redis.url);
-  const scaleOut = createRedisScaleOut({ client, ...(SHARED ? {} : { internalUrl: url }), heartbeatMs: HEARTBEAT_MS });
+  const scaleOut = createRedisScaleOut({ client, ...(SHARED ? { mode: 'shared' } : { internalUrl: url }), heartbeatMs: HEARTBEAT_MS });
   const handler = createMcpHandler({
     server: () => createFixtureServer(),
     retryMs: 100,

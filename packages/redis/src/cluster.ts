@@ -5,6 +5,7 @@ import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, LuaScript, whenReady } from './client.js';
 import { HttpForwarder } from './forward.js';
 import { HopSigner, sharedHopSecret } from './hop.js';
+import { clusterMode, type ClusterMode } from './mode.js';
 
 export interface RedisSessionClusterOptions {
   /** Redis to connect to. Give this or `client`. */
@@ -12,15 +13,23 @@ export interface RedisSessionClusterOptions {
   /** An ioredis client to use instead of `url`; the cluster does not close it. */
   client?: Redis;
   /**
+   * How the instances share sessions. `'forward'`: each session has an owner, the instance that
+   * answered its `initialize`; the requests other instances get for it are forwarded there over
+   * HTTP, to its `internalUrl`. `'shared'` where instances cannot reach each other (serverless:
+   * Vercel, Lambda, Cloud Run): any instance serves any request with its own copy of the session,
+   * restored from the record in Redis; resumes follow the shared store; the client's answers to
+   * the server's requests and its cancels reach the instance running the call through Redis
+   * pub/sub. Default: `'forward'` when `internalUrl` is given; with neither, `'shared'` and a
+   * deprecation warning (a later version will require one of them).
+   */
+  mode?: ClusterMode;
+  /**
    * Where the other instances reach this instance's MCP endpoint, e.g.
    * `http://10.0.3.7:3000/mcp` (a pod IP, not the public URL: forwarded requests must reach this
-   * very process). With it, each session has an owner, and the requests other instances get for it
-   * are forwarded there over HTTP.
-   *
-   * Leave it out where instances cannot reach each other (serverless: Vercel, Lambda, Cloud Run):
-   * the cluster is *shared*. Any instance serves any request with its own copy of the session,
-   * restored from the record in Redis; resumes follow the shared store; the client's answers to the
-   * server's requests and its cancels reach the instance running the call through Redis pub/sub.
+   * very process). Required in forwarding mode; refused in shared mode. Checked at startup: a
+   * `TypeError` names it when it is `undefined` (an unset environment variable), empty, not an
+   * absolute http(s) URL, or its host is empty, `undefined` or `null`
+   * (`http://${process.env.POD_IP}:3000/mcp` with `POD_IP` unset).
    */
   internalUrl?: string;
   /** Prefix of every key. Default `'mcp-kit:'`. */
@@ -203,7 +212,7 @@ export class RedisSessionCluster implements SessionCluster {
   readonly instanceId: string;
   /** `''` in a shared cluster. */
   readonly internalUrl: string;
-  /** No `internalUrl`: no instance owns a session, any instance serves it (see {@link RedisSessionClusterOptions.internalUrl}). */
+  /** `mode: 'shared'`: no instance owns a session, any instance serves it (see {@link RedisSessionClusterOptions.mode}). */
   readonly shared: boolean;
   readonly ownerCheckMs: number;
   /** An instance counts as gone `3 × heartbeatMs` after its last beat. */
@@ -257,12 +266,9 @@ export class RedisSessionCluster implements SessionCluster {
   constructor(options: RedisSessionClusterOptions & { /** @internal */ ownsClient?: boolean }) {
     if (!options.client && !options.url)
       throw new TypeError('RedisSessionCluster: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
-    this.shared = options.internalUrl === undefined;
-    if (options.internalUrl === '')
-      throw new TypeError(
-        'RedisSessionCluster: `internalUrl` is empty: give the URL at which the other instances reach this instance (e.g. http://10.0.3.7:3000/mcp), or leave it out for a shared cluster',
-      );
-    this.internalUrl = this.shared ? '' : new URL(options.internalUrl!).href;
+    const { mode, internalUrl } = clusterMode(options, 'RedisSessionCluster');
+    this.shared = mode === 'shared';
+    this.internalUrl = internalUrl;
     this.client =
       options.client ??
       createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit-cluster' });

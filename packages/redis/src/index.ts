@@ -4,6 +4,7 @@ export { RedisSessionCluster } from './cluster.js';
 export { RedisTaskStore } from './tasks.js';
 export type { RedisTaskStoreOptions } from './tasks.js';
 export type { RedisSessionClusterOptions } from './cluster.js';
+export type { ClusterMode } from './mode.js';
 export { createRedisScaleOut } from './scale-out.js';
 export type { RedisScaleOut, RedisScaleOutOptions } from './scale-out.js';
 export { createRedisClient, whenReady } from './client.js';

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { createRedisClient } from './client.js';
 import { RedisSessionCluster, type RedisSessionClusterOptions } from './cluster.js';
+import { clusterMode } from './mode.js';
 import { RedisEventStore, type RedisEventStoreOptions } from './store.js';
 import { RedisTaskStore, type RedisTaskStoreOptions } from './tasks.js';
 
@@ -47,11 +48,13 @@ export interface RedisScaleOut {
 export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOut {
   if (!options.client && !options.url)
     throw new TypeError('createRedisScaleOut: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
+  // Checked before anything connects: a refused internalUrl leaves no connection behind.
+  const { mode } = clusterMode(options, 'createRedisScaleOut');
   const owns = !options.client;
   const client =
     options.client ?? createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit' });
   // The handler closes the cluster first, then the store: the store closes the shared connection.
-  const cluster = new RedisSessionCluster({ ...options, client, ownsClient: false });
+  const cluster = new RedisSessionCluster({ ...options, mode, client, ownsClient: false });
   const taskStore = new RedisTaskStore({ ...options, client, ownsClient: false });
   // A stale owner (one that was away past its heartbeat window) stores nothing in a session a peer took over.
   // In a shared cluster nobody owns a session: each stream records its writer instead (a resume

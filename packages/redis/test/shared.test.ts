@@ -30,7 +30,7 @@ afterAll(async () => {
 });
 
 async function shared(name: string, prefix = 'sh:'): Promise<RedisSessionCluster> {
-  const c = new RedisSessionCluster({ url: redis.url, instanceId: name, heartbeatMs: 100, keyPrefix: prefix });
+  const c = new RedisSessionCluster({ url: redis.url, mode: 'shared', instanceId: name, heartbeatMs: 100, keyPrefix: prefix });
   clusters.push(c);
   await c.ready(5_000);
   return c;
@@ -121,8 +121,8 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     expect(await heard).toEqual({ kind: 'ended', sessionId: 's4' });
   });
 
-  it('createRedisScaleOut without internalUrl: the event store records the writer of each request stream and no fence', async () => {
-    const one = createRedisScaleOut({ url: redis.url, keyPrefix: 'sw:', instanceId: 'w1', heartbeatMs: 100 });
+  it("createRedisScaleOut with mode: 'shared': the event store records the writer of each request stream and no fence", async () => {
+    const one = createRedisScaleOut({ url: redis.url, mode: 'shared', keyPrefix: 'sw:', instanceId: 'w1', heartbeatMs: 100 });
     scaleOuts.push(one);
     await one.ready(5_000);
     const key = { sessionId: 's5', streamId: 'stream-5' };
@@ -167,6 +167,8 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
   });
 
   it('an empty internalUrl is refused with a message naming both choices', () => {
-    expect(() => new RedisSessionCluster({ url: redis.url, internalUrl: '' })).toThrow(/leave it out for a shared cluster/);
+    expect(() => new RedisSessionCluster({ url: redis.url, internalUrl: '' })).toThrow(
+      /`internalUrl` is empty: give .*or `mode: 'shared'`/,
+    );
   });
 });
