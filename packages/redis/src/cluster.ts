@@ -190,6 +190,16 @@ return 1`,
   2,
 );
 
+// KEYS: restore record, owner record. ARGV: the broadcast channel, the 'ended' message.
+// Shared: the client's DELETE. The record goes and every instance is told in one step, so a copy
+// that missed the message finds the session gone from Redis (pub/sub only wakes).
+const END_SHARED = new LuaScript(
+  `redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1`,
+  2,
+);
+
 interface OwnerRecord {
   /** instance id */
   i: string;
@@ -231,6 +241,8 @@ export class RedisSessionCluster implements SessionCluster {
   private peersCache: { at: number; peers: SessionOwner[] } | undefined;
   /** Sessions taken over by another instance while this one was away, until the engine lets them go. */
   private readonly lost = new Set<string>();
+  /** Sessions their clients deleted here whose release Redis has not taken yet (the engine tries again, and `close` once more). */
+  private readonly releasing = new Set<string>();
   private lostListener: ((sessionId: string) => void) | undefined;
   private readonly liveness = new Map<string, { alive: boolean; at: number }>();
   private readonly timer: ReturnType<typeof setInterval>;
@@ -327,18 +339,34 @@ export class RedisSessionCluster implements SessionCluster {
     }
   }
 
-  /** `false` when another instance owns the session now: its record and events are not this instance's to delete. */
+  /**
+   * `false` when another instance owns the session now: its record and events are not this
+   * instance's to delete. Rejects when Redis did not take it; the engine calls it again then
+   * (issue 27, item 3), and it goes on where it stopped.
+   */
   async release(sessionId: string): Promise<boolean> {
     if (this.shared) {
       // Called for the client's DELETE only: the session ends everywhere.
       this.created.delete(sessionId);
       this.held.delete(sessionId);
-      await this.client.del(this.restoreKey(sessionId), this.ownerKey(sessionId));
-      await this.post('*', { kind: 'ended', sessionId });
+      this.remember(this.releasing, sessionId);
+      const ended = JSON.stringify({ f: this.instanceId, m: { kind: 'ended', sessionId } satisfies ClusterMessage });
+      await END_SHARED.run(this.client, [this.restoreKey(sessionId), this.ownerKey(sessionId), this.busChannel('*'), ended]);
+      this.releasing.delete(sessionId);
       return true;
     }
-    if (!this.owned.delete(sessionId)) return !this.lost.delete(sessionId);
-    return (await RELEASE.run(this.client, [this.ownerKey(sessionId), this.restoreKey(sessionId), this.instanceId])) === 1;
+    // Out of `owned` at once, so no beat writes its owner record back, but still this instance's to release.
+    if (this.owned.delete(sessionId)) this.remember(this.releasing, sessionId);
+    else if (!this.releasing.has(sessionId)) return !this.lost.delete(sessionId);
+    const released = (await RELEASE.run(this.client, [this.ownerKey(sessionId), this.restoreKey(sessionId), this.instanceId])) === 1;
+    this.releasing.delete(sessionId);
+    return released;
+  }
+
+  /** Adds `sessionId` to a set that keeps the 10,000 latest. */
+  private remember(set: Set<string>, sessionId: string): void {
+    set.add(sessionId);
+    if (set.size > 10_000) set.delete(set.values().next().value!);
   }
 
   /** Keeps what restores the session elsewhere beside its owner record (`<prefix>restore:<id>`), for `ttlMs`. */
@@ -604,6 +632,8 @@ export class RedisSessionCluster implements SessionCluster {
     this.forwarder.close();
     if (this.subscriber) await this.subscriber.quit().catch(() => this.subscriber?.disconnect());
     await this.beating;
+    // Sessions their clients deleted here whose release did not go through yet: a last try.
+    await Promise.all([...this.releasing].map((id) => this.release(id).catch(() => {})));
     const keys = [this.instanceKey(this.instanceId), ...[...this.owned.keys()].map((id) => this.ownerKey(id))];
     this.owned.clear();
     await this.client.del(...keys).catch(() => {});

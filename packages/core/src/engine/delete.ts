@@ -1,18 +1,36 @@
-import { sendRejection } from '../http/errors.js';
+import { foreignPrincipal, sendRejection, unavailable } from '../http/errors.js';
+import { header, principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import { forwardOrTakeOver } from '../remote/forward.js';
 import type { EngineContext } from './context.js';
 import { handOver } from './drain.js';
 import { resolveSession } from './resolve.js';
 
-/** `DELETE`: the client ends its session; every stream of it ends, its tools are aborted, its events dropped. */
+/**
+ * `DELETE`: the client ends its session; every stream of it ends, its tools are aborted, its events
+ * dropped. In a cluster the answer waits for the end to be in Redis (nothing answers success before
+ * its Redis write is done: issue 27, item 3): 200 once it is, 503 if Redis did not take it. The
+ * session is gone here either way, and this instance keeps telling the cluster until it listens.
+ */
 export async function serveDelete(ctx: EngineContext, req: CoreRequest, res: CoreResponder): Promise<void> {
-  const resolving = resolveSession(ctx, req);
+  // Sent again after a 503: the end this instance still owes the cluster is tried now.
+  const id = header(req.headers, 'mcp-session-id');
+  const owed = id === undefined ? undefined : ctx.registry.ends.deletedHere(id);
+  if (owed) {
+    if (owed.principal !== undefined && owed.principal !== principalOf(req.authInfo)) return sendRejection(res, foreignPrincipal());
+    return answer(res, await ctx.registry.ends.endEverywhere(id!, owed.principal));
+  }
+  const resolving = resolveSession(ctx, req, true);
   const found = resolving instanceof Promise ? await resolving : resolving;
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
   if (found.kind === 'moved') return handOver(ctx, req, res, undefined);
   const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, undefined) : found.session;
   if (!session) return;
   session.terminate(undefined, 'delete');
-  res.send(200, {}, undefined);
+  answer(res, await ctx.registry.ends.ended(session.sessionId as string));
+}
+
+function answer(res: CoreResponder, ended: boolean): void {
+  if (ended) res.send(200, {}, undefined);
+  else sendRejection(res, unavailable('the session directory'));
 }

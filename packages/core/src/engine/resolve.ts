@@ -25,7 +25,12 @@ export function rejected(rejection: Rejection): SessionResolution {
  * the server speaks). A session not held here may be another instance's: the cluster is asked,
  * so only then is the answer a promise.
  */
-export function resolveSession(ctx: EngineContext, req: CoreRequest): SessionResolution | Promise<SessionResolution> {
+export function resolveSession(
+  ctx: EngineContext,
+  req: CoreRequest,
+  /** For a DELETE: in a shared cluster a copy held here is ended without asking Redis first (see below). */
+  deleting = false,
+): SessionResolution | Promise<SessionResolution> {
   const id = header(req.headers, 'mcp-session-id');
   if (id === undefined || id === '') {
     return rejected(
@@ -34,6 +39,9 @@ export function resolveSession(ctx: EngineContext, req: CoreRequest): SessionRes
   }
   const session = ctx.registry.get(id);
   if (!session) {
+    // Its client deleted it here, and Redis has not taken that yet: gone all the same, never
+    // restored from the record still there (a peer forwards here while the owner record names this instance).
+    if (ctx.registry.ends.deletedHere(id)) return rejected(sessionNotFound());
     const cluster = ctx.options.cluster;
     if (!cluster) return rejected(sessionNotFound());
     if (!fromPeer(cluster, req, FORWARDED_HEADER)) return locate(ctx, req, id);
@@ -43,8 +51,11 @@ export function resolveSession(ctx: EngineContext, req: CoreRequest): SessionRes
   }
   // Back from a pause or a partition past its heartbeat window, this instance first drops the
   // sessions a peer took over meanwhile: a stale copy never serves (issue 20, item 1).
-  const checking = ctx.options.cluster?.confirmOwnership?.();
-  if (checking) return afterOwnershipCheck(ctx, req, checking);
+  // A shared cluster's check only drops copies of sessions deleted elsewhere meanwhile: a DELETE
+  // ends its copy without it (ending a session twice is harmless), so that Redis being down does
+  // not keep the session alive here; the end is owed to Redis until it takes it (issue 27, item 3).
+  const checking = deleting && ctx.options.cluster?.shared ? undefined : ctx.options.cluster?.confirmOwnership?.();
+  if (checking) return afterOwnershipCheck(ctx, req, checking, deleting);
   if (session.principal !== undefined && session.principal !== principalOf(req.authInfo)) return rejected(foreignPrincipal());
   const version = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), ctx.supportedVersions);
   if (!version.ok) return rejected(version);
@@ -53,12 +64,17 @@ export function resolveSession(ctx: EngineContext, req: CoreRequest): SessionRes
 }
 
 /** Resolves the request again once the cluster knows which sessions are still this instance's. */
-async function afterOwnershipCheck(ctx: EngineContext, req: CoreRequest, checking: Promise<void>): Promise<SessionResolution> {
+async function afterOwnershipCheck(
+  ctx: EngineContext,
+  req: CoreRequest,
+  checking: Promise<void>,
+  deleting: boolean,
+): Promise<SessionResolution> {
   try {
     await checking;
   } catch (error) {
     ctx.options.onError(asError(error, 'cluster ownership check failed'));
     return rejected(unavailable('the session directory'));
   }
-  return resolveSession(ctx, req);
+  return resolveSession(ctx, req, deleting);
 }

@@ -16,13 +16,22 @@ export interface SessionCluster {
   /**
    * Records this instance as the owner of a new session, before the `initialize` response goes out
    * (so the client's next request finds it wherever it lands). `principal` is the identity that
-   * created it (`undefined` without auth); other instances compare it like the owner does.
+   * created it (`undefined` without auth); other instances compare it like the owner does. A
+   * rejection is tried again briefly, then answered `503` (no session id): it must be idempotent.
    */
   claim(sessionId: string, principal: string | undefined): Promise<void>;
   /**
    * The session ended here (DELETE, idle expiry, shutdown): forget its owner. `false` when another
    * instance owns it now (it took the session over while this one was away): the engine then
    * leaves the session's stored events alone, they are the new owner's.
+   *
+   * For the client's `DELETE` the engine waits for it before answering: `200` once it resolved,
+   * `503` if it still rejects after a few brief tries. The engine then calls it again (backing off
+   * to once a second) until it resolves, and meanwhile answers `404` for the session itself,
+   * restoring it from no record. So it must be idempotent, and take up where a failed call stopped.
+   * In a `shared` cluster it ends the session everywhere: what tells the other instances (the
+   * `ended` {@link post}) must be done in one step with what they would find in durable state had
+   * they missed it (the record gone), so that neither happens without the other.
    */
   release(sessionId: string): void | boolean | Promise<void | boolean>;
   /**
@@ -82,7 +91,10 @@ export interface SessionCluster {
   /**
    * Optional, for sessions that outlive their instance: keeps what another instance needs to
    * restore the session (its client's `initialize`, last `logging/setLevel`, principal, version)
-   * with the owner record, for `ttlMs`. The owner calls it when the record changes.
+   * with the owner record, for `ttlMs`. The owner calls it when the record changes (a rejection is
+   * tried again briefly; it must be idempotent). In a `shared` cluster the record is the session:
+   * the `initialize` answer, with the session id, is held until its first save, and refused with
+   * `503` if that fails.
    */
   saveRecord?(sessionId: string, record: RestoreRecord, ttlMs: number): Promise<void>;
   /**

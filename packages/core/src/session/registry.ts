@@ -6,6 +6,7 @@ import { brieflyRetried } from '../util/retry.js';
 import type { RestoreRecord } from '../ports/cluster.js';
 import { adoptRecord, restoreRecordOf } from './record.js';
 import type { SessionEndReason } from '../telemetry/events.js';
+import { SessionEnds } from './ends.js';
 import { Session } from './session.js';
 import { AnswerTags } from './tags.js';
 
@@ -19,9 +20,12 @@ export class SessionRegistry {
   readonly sessions = new Map<string, Session>();
   /** Every open SSE connection, for keep-alives and shutdown. */
   readonly live = new Set<SseConnection>();
+  /** Sessions their clients deleted here, while the cluster has not taken their end (see `SessionEnds`). */
+  readonly ends: SessionEnds;
   private readonly timers: Array<ReturnType<typeof setInterval>> = [];
 
   constructor(private readonly options: ResolvedOptions) {
+    this.ends = new SessionEnds(options);
     const { keepAliveMs, sessionIdleTtlMs, hibernateAfterMs } = options;
     if (keepAliveMs > 0) this.every(Math.max(50, Math.floor(keepAliveMs / 2)), () => this.keepAlive(keepAliveMs));
     let sweepMs = Math.min(60_000, Math.max(100, Math.floor(sessionIdleTtlMs / 4)));
@@ -234,6 +238,7 @@ export class SessionRegistry {
   close(retryMs: number): void {
     for (const t of this.timers) clearInterval(t);
     this.timers.length = 0;
+    this.ends.close();
     for (const session of [...this.sessions.values()]) session.terminate(retryMs, 'shutdown');
     for (const conn of [...this.live]) conn.end(retryMs);
   }
@@ -252,6 +257,8 @@ export class SessionRegistry {
     // In a shared cluster this copy is one of many: only its client's DELETE ends the session everywhere.
     if (cluster?.shared && reason !== 'delete') return settle(() => cluster.handOff?.(id), onError, 'cluster handOff failed');
     if (!cluster) return settle(() => eventStore.deleteSession(id), onError, 'event store deleteSession failed');
+    // Its client's DELETE (or its server closed): it ends everywhere, and the DELETE waits for that.
+    if (reason === 'delete') return void this.ends.endEverywhere(id, session.principal);
     // Only while the session is still this instance's: a stale owner deletes nothing of the new one's.
     settle(
       async () => {
