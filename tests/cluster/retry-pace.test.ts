@@ -18,6 +18,8 @@ import { connectClient, oneTo, type ClusterClient } from './clients.js';
 const ENV = { HEARTBEAT_MS: '500', DRAIN_MS: '20000', RETRY_MS: '250' };
 const FIRST = { steps: 4, intervalMs: 50, closeEvery: 1, retryMs: 150 };
 const SECOND = { steps: 60, intervalMs: 100, closeEvery: 2, retryMs: 700 };
+/** Long enough for three drains and restarts. */
+const THIRD = { steps: 150, intervalMs: 100, closeEvery: 2, retryMs: 700 };
 /** Timers never fire early; the proxy sees the end a little before the client does. */
 const SLACK_MS = 30;
 
@@ -85,4 +87,53 @@ it('a second call polled at 700 ms keeps its pace through a rolling restart, aft
   }
   const early = gaps.filter((g) => g < SECOND.retryMs - SLACK_MS);
   expect(early, `reconnect gaps (ms): ${gaps.join(', ')}\n${cluster.outputs()}`).toEqual([]);
+}, 120_000);
+
+it('the pace holds through a rolling restart of every instance, the call owner included', async () => {
+  client.steps = [];
+  let token: string | undefined;
+  const postIndex = cluster.proxy.log.length;
+  const call = client.client.callTool({ name: 'long_task', arguments: THIRD }, CallToolResultSchema, {
+    timeout: 120_000,
+    onresumptiontoken: (id) => (token ??= id.split('.')[0]),
+  });
+  let done = false;
+  void call.finally(() => (done = true)).catch(() => {});
+  const until = async (ready: () => boolean) => {
+    while (!ready() && !done) await new Promise((r) => setTimeout(r, 20));
+  };
+  // Each instance in turn, while the call runs: SIGTERM (drain), exit, start again; the next one
+  // once the client came back after it. The call's owner first: it drains for as long as the call
+  // runs (DRAIN_MS), handing its client's resumes to the others.
+  await until(() => token !== undefined);
+  const owner = cluster.proxy.log.slice(postIndex).find((r) => r.kind === 'request:tools/call')!.servedBy!;
+  const order = [cluster.byName(owner), ...cluster.instances.filter((i) => i.name !== owner)];
+  let drained = 0;
+  for (const inst of order) {
+    await until(() => token !== undefined && connectionsOf(cluster.proxy.log, token).length >= 2);
+    if (done) break;
+    const seen = connectionsOf(cluster.proxy.log, token!).length;
+    await inst.stop('SIGTERM');
+    await inst.start();
+    drained++;
+    await until(() => connectionsOf(cluster.proxy.log, token!).length > seen);
+  }
+  const result = await call;
+  expect(result.content).toEqual([{ type: 'text', text: `completed ${THIRD.steps} steps` }]);
+  expect(client.steps).toEqual(oneTo(THIRD.steps));
+  expect(drained).toBeGreaterThanOrEqual(1);
+  const post = cluster.proxy.log.slice(postIndex).find((r) => r.kind === 'request:tools/call')!;
+  const resumes = connectionsOf(cluster.proxy.log, token!);
+  const gaps: number[] = [];
+  let previous = post;
+  for (const r of resumes) {
+    gaps.push(r.at - previous.endedAt!);
+    previous = r;
+  }
+  const dump = cluster.proxy.log
+    .slice(postIndex)
+    .map((r) => `${r.method} ${r.kind} ${r.lastEventId ?? ''} ${r.status} ${r.servedBy} at=${r.at} end=${r.endedAt}`)
+    .join('\n');
+  const early = gaps.filter((g) => g < THIRD.retryMs - SLACK_MS);
+  expect(early, `reconnect gaps (ms): ${gaps.join(', ')}\n${dump}`).toEqual([]);
 }, 120_000);
