@@ -64,18 +64,18 @@ async function waitForPort(port: number, child: ChildProcess, log: () => string)
 /**
  * Starts redis-server on a free port; call `stop()` in afterAll. With `aofDir`, it keeps an
  * append-only file there, fsynced on every write, so a restart after `stop()` comes back with
- * every acknowledged write; without, a restart comes back empty.
+ * every acknowledged write; without, a restart comes back empty. `args` go on its command line
+ * after these (e.g. `['--maxmemory', '64mb', '--maxmemory-policy', 'volatile-lru']`), at every start.
  */
-export async function startRedis(options: { aofDir?: string } = {}): Promise<TestRedis> {
+export async function startRedis(options: { aofDir?: string; args?: readonly string[] } = {}): Promise<TestRedis> {
   const binary = redisServerBinary();
   const port = await freePort();
   let child: ChildProcess | undefined;
   const persistence = options.aofDir ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', options.aofDir] : ['--appendonly', 'no'];
   const launch = async () => {
     let output = '';
-    const c = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--protected-mode', 'no'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const base = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--protected-mode', 'no'];
+    const c = spawn(binary, [...base, ...(options.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] });
     c.stdout?.on('data', (d) => (output += d));
     c.stderr?.on('data', (d) => (output += d));
     child = c;

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { ClusterMessage, CoreResponder, ForwardedRequest, RestoreRecord, SessionCluster, SessionOwner, TakeOver } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, LuaScript, whenReady } from './client.js';
+import { checkEvictionPolicy } from './eviction.js';
 import { HttpForwarder } from './forward.js';
 import { HopSigner, sharedHopSecret } from './hop.js';
 import { clusterMode, type ClusterMode } from './mode.js';
@@ -311,10 +312,11 @@ export class RedisSessionCluster implements SessionCluster {
 
   private readonly onReady = (): void => void this.heartbeat();
 
-  /** Resolves once Redis answers and this instance's first heartbeat is written. */
+  /** Resolves once Redis answers, this instance's first heartbeat is written and Redis' eviction policy is checked. */
   async ready(timeoutMs?: number): Promise<void> {
     await whenReady(this.client, timeoutMs);
     await this.heartbeat();
+    await checkEvictionPolicy(this.client);
   }
 
   async claim(sessionId: string, principal: string | undefined): Promise<void> {
@@ -670,6 +672,8 @@ export class RedisSessionCluster implements SessionCluster {
   private async beat(): Promise<void> {
     const sentAt = Date.now();
     const previous = await this.client.set(this.instanceKey(this.instanceId), this.internalUrl, 'PX', this.heartbeatMs * 3, 'GET');
+    // Once per client (cached), also for an app that never calls ready(): a warning if Redis may evict (issue 27, item 6).
+    void checkEvictionPolicy(this.client);
     await BEAT_INDEX.run(this.client, [this.instancesKey(), this.instanceId, this.ownerTimeoutMs]);
     const now = Date.now();
     // Our key was gone, so our owner records may be too (Redis restarted): write them all again.

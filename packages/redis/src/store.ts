@@ -11,6 +11,7 @@ import {
 } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, LuaScript, whenReady } from './client.js';
+import { checkEvictionPolicy } from './eviction.js';
 import { LiveStreams } from './live-streams.js';
 
 export interface RedisEventStoreOptions {
@@ -245,10 +246,12 @@ export class RedisEventStore implements EventStore {
 
   /**
    * Resolves once Redis answers (with `timeoutMs`, rejects after that long). Until then, and
-   * whenever Redis is unreachable, every method rejects at once and requests get 503s.
+   * whenever Redis is unreachable, every method rejects at once and requests get 503s. Warns once
+   * if Redis may evict keys (its `maxmemory-policy` is not `noeviction`).
    */
-  ready(timeoutMs?: number): Promise<void> {
-    return whenReady(this.client, timeoutMs);
+  async ready(timeoutMs?: number): Promise<void> {
+    await whenReady(this.client, timeoutMs);
+    await checkEvictionPolicy(this.client);
   }
 
   async createStream(key: StreamKey, requestIds?: Iterable<string | number>): Promise<void> {

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { TaskChange, TaskRecord, TaskSignalListener, TaskStore } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, LuaScript, whenReady } from './client.js';
+import { checkEvictionPolicy } from './eviction.js';
 
 export interface RedisTaskStoreOptions {
   /** Redis to connect to. Give this or `client`. */
@@ -127,9 +128,13 @@ export class RedisTaskStore implements TaskStore {
     this.checkEveryMs = positiveInt(options.checkEveryMs ?? 2_000, 'checkEveryMs', 'RedisTaskStore');
   }
 
-  /** Resolves once Redis answers (with `timeoutMs`, rejects after that long); until then every method rejects. */
-  ready(timeoutMs?: number): Promise<void> {
-    return whenReady(this.client, timeoutMs);
+  /**
+   * Resolves once Redis answers (with `timeoutMs`, rejects after that long); until then every method
+   * rejects. Warns once if Redis may evict keys (its `maxmemory-policy` is not `noeviction`).
+   */
+  async ready(timeoutMs?: number): Promise<void> {
+    await whenReady(this.client, timeoutMs);
+    await checkEvictionPolicy(this.client);
   }
 
   async create(task: TaskRecord): Promise<void> {
