@@ -1,7 +1,8 @@
 /**
  * Redis gone for a while, not a blip (issue 27): three Redis-backed express-example instances
- * behind the round-robin proxy, SDK v1 clients and SDK v2 clients (a 2025 session: `legacy`; and
- * the default negotiation, which lands on 2026-07-28 and stays on its stream) with their default
+ * behind the round-robin proxy, SDK v1 clients, SDK v2 clients (a 2025 session: `legacy`; and
+ * the default negotiation, which lands on 2026-07-28 and stays on its stream) and Python SDK
+ * clients (`mcp` 2.3.0, tests/clients/python_client.py, a 2025 session) with their default
  * settings (two failed reconnects and they stop listening) calling long_task with closeEvery, and
  * Redis stopped for 1, 5 or 30 s while the calls run, then started again, empty or with its
  * append-only file. Whatever the outage, no call is left to its client's timeout: each
@@ -11,11 +12,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type TestCluster } from '../support/cluster.js';
 import { connectClient, oneTo, type LongTask } from '../cluster/clients.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { stepOf } from '../clients/harness.js';
+import { pythonVenv, runPythonJson } from '../support/python.js';
 
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
 const CLIENTS = process.env.LONG === '1' ? 30 : 6; // of each kind
@@ -36,6 +39,20 @@ const OUTAGES =
         { downMs: 5_000, aof: false },
         { downMs: 30_000, aof: true },
       ];
+
+/** The Python client (tests/clients/python_client.py), a 2025 session polling a longer long_task. */
+const PYTHON_SCRIPT = fileURLToPath(new URL('../clients/python_client.py', import.meta.url));
+const PYTHON_RUNS = 2;
+const PYTHON_TASK: LongTask = { steps: 60, intervalMs: 100, closeEvery: 5, retryMs: 700 };
+interface PythonRun {
+  longTask?: { content: unknown[] };
+  logSteps: number[];
+  error?: string;
+}
+let python: string;
+beforeAll(async () => {
+  python = await pythonVenv('mcp-2.3.0', ['mcp==2.3.0']);
+}, 300_000);
 
 /** One client of the outage, whichever SDK: the steps its running call heard, and the call. */
 interface OutageClient {
@@ -112,6 +129,19 @@ describe.each(OUTAGES)('Redis down for $downMs ms (append-only file: $aof)', ({ 
     if (aof) dir = mkdtempSync(join(tmpdir(), 'mcp-kit-aof-'));
     cluster = await startCluster(3, ENV, 'express-example', dir ? { aofDir: dir } : {});
     const url = cluster.proxy.url;
+    // The Python clients first (one interpreter for all): their long_task is running by the time
+    // the others start (each made two tools/call requests: test_simple_text, then long_task).
+    const plan = {
+      timeoutS: 90,
+      targets: [{ key: 'outage', url, runs: Array.from({ length: PYTHON_RUNS }, () => ({ mode: 'legacy', longTask: PYTHON_TASK })) }],
+    };
+    const pythonRuns = runPythonJson<Record<string, PythonRun[]>>(python, PYTHON_SCRIPT, [JSON.stringify(plan)], 150_000);
+    pythonRuns.catch(() => {});
+    const pythonStart = Date.now() + 60_000;
+    while (cluster.proxy.log.filter((r) => r.kind === 'request:tools/call').length < 2 * PYTHON_RUNS) {
+      if (Date.now() > pythonStart) throw new Error('the Python clients did not call long_task within 60 s');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     for (let i = 0; i < CLIENTS; i++) {
       clients.push(await sdkV1(url, `v1-${i}`), await sdkV2(url, `v2-legacy-${i}`, 'legacy'), await sdkV2(url, `v2-auto-${i}`, 'auto'));
     }
@@ -146,6 +176,17 @@ describe.each(OUTAGES)('Redis down for $downMs ms (append-only file: $aof)', ({ 
         expect(aof, `${c.name}: ${why} after steps ${c.steps.join(',')}; ${timeline}`).toBe(false);
         expect(why, `${c.name}: ${timeline}`).toContain('the event store lost this request');
         expect(c.steps, c.name).toEqual(oneTo(c.steps.length));
+      }
+    }
+    for (const [i, run] of (await pythonRuns).outage!.entries()) {
+      const name = `python-${i}`;
+      if (run.error === undefined) {
+        expect(run.longTask?.content, name).toEqual([{ type: 'text', text: `completed ${PYTHON_TASK.steps} steps` }]);
+        expect(run.logSteps, name).toEqual(oneTo(PYTHON_TASK.steps));
+      } else {
+        expect(aof, `${name}: ${run.error}`).toBe(false);
+        expect(run.error, name).toContain('the event store lost this request');
+        expect(run.logSteps, name).toEqual(oneTo(run.logSteps.length));
       }
     }
     expect([...statuses.keys()].filter((st) => st >= 500 && st !== 502 && st !== 503)).toEqual([]);
