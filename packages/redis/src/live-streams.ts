@@ -7,6 +7,10 @@ import type { Redis } from 'ioredis';
  * `GET` stream, would lose its log and its client's polls would get `404`. Their TTL is refreshed
  * here every third of it, in one pipeline, for as long as this instance writes to them
  * (issue 20, item 2). An instance that dies stops refreshing, so its keys still age out.
+ *
+ * A stream leaves with its final frame, or when the engine lets it go (`EventStore.letGo`: its
+ * requests cancelled, never put on the wire, or its session ended or let go here), so this holds
+ * only the streams still written here, however many were opened and abandoned (issue 27, item 8).
  */
 export class LiveStreams {
   /** Stream keys by session, with the session's index key. */

@@ -340,6 +340,20 @@ export class RedisEventStore implements EventStore {
     await CLOSE.run(this.client, [this.streamKey(key), `${this.streamKey(key)}:retry`, afterSeq, retryMs, this.streamTtlMs]);
   }
 
+  /**
+   * This instance writes no more to the stream (or to any stream of the session): its keys are no
+   * longer refreshed, and age out `streamTtlMs` after their last event or resume (issue 27, item 8).
+   */
+  letGo(sessionId: string, streamId?: string): void {
+    if (streamId === undefined) this.live.removeSession(sessionId);
+    else this.live.remove(sessionId, this.streamKey({ sessionId, streamId }));
+  }
+
+  /** @internal For tests: how many streams this instance keeps alive (see {@link letGo}). */
+  get liveStreamCount(): number {
+    return this.live.size;
+  }
+
   async deleteSession(sessionId: string): Promise<void> {
     this.live.removeSession(sessionId);
     await DELETE.run(this.client, [this.indexKey(sessionId), `${this.keyPrefix}{${sessionId}}:`]);
