@@ -1,3 +1,4 @@
+import type { EventStore } from '../ports/event-store.js';
 import type { RequestId } from '../ports/mcp.js';
 import type { Stream } from '../streams/stream.js';
 
@@ -60,6 +61,11 @@ export class StreamRoutes {
     return this.byId.size;
   }
 
+  /** How much each of its maps holds (tests: bounded by what is live, issue 27, item 8). */
+  get retained(): { streams: number; requests: number; awaited: number; outliving: number } {
+    return { streams: this.byId.size, requests: this.byRequest.size, awaited: this.awaited.size, outliving: this.outliving?.size ?? 0 };
+  }
+
   /** An answer to `id` goes out on `stream`; `true` when it is the last one due there. */
   answer(stream: Stream, id: RequestId): boolean {
     if (!stream.pending.delete(id)) return false;
@@ -76,20 +82,35 @@ export class StreamRoutes {
   cancelled(requestId: unknown): Stream | undefined {
     if ((typeof requestId !== 'string' && typeof requestId !== 'number') || !requestId) return undefined;
     const stream = this.byRequest.get(requestId);
-    if (!stream || !this.answer(stream, requestId)) return undefined;
-    return stream;
+    if (!stream?.pending.delete(requestId)) return undefined;
+    this.byRequest.delete(requestId);
+    // Not answered away: its client cancelled it and does not come back for an answer.
+    return stream.kind === 'request' && stream.pending.size === 0 ? stream : undefined;
   }
 
-  /** The stream got its last answer: it is no longer open (its id stays a valid cursor in the store). */
-  complete(stream: Stream, retryMs: number): void {
+  /**
+   * The stream got its last answer (`cancelled`: its last request was cancelled instead): it is no
+   * longer open (its id stays a valid cursor in the store), and nothing more is written to it here
+   * (the store is told: no final frame is stored for a cancelled one). Answers written while its
+   * client was away are awaited until it comes back for them, or is overdue.
+   */
+  complete(stream: Stream, options: { retryMs: number; eventStore: EventStore }, cancelled = false): void {
     this.letLive(stream);
     this.byId.delete(stream.id);
-    if (stream.polling && !stream.connection)
+    if (stream.resumable) options.eventStore.letGo?.(stream.key.sessionId, stream.id);
+    if (stream.polling && !stream.connection && !(cancelled && stream.answeredAway === undefined)) {
+      const now = Date.now();
+      // Bounded by time as they come, not only when asked (see awaiting): those overdue go, oldest first.
+      for (const [id, { until }] of this.awaited) {
+        if (until >= now) break;
+        this.awaited.delete(id);
+      }
       this.awaited.set(stream.id, {
-        until: expectedBack(Date.now(), stream.retryMs ?? retryMs),
+        until: expectedBack(now, stream.retryMs ?? options.retryMs),
         ids: stream.answeredAway ?? [],
         toldAt: undefined,
       });
+    }
     if (stream.closedAt === undefined) return;
     // The client's last poll comes after this: keep when it was sent away (a few, oldest out).
     this.closedWhileAway.set(stream.id, stream.closedAt);
@@ -124,9 +145,10 @@ export class StreamRoutes {
     return closedAt === undefined ? undefined : now - closedAt;
   }
 
-  /** Forgets a stream that never went on the wire. */
-  remove(stream: Stream): void {
+  /** Forgets a stream that never went on the wire (the store, which may have registered it, is told). */
+  remove(stream: Stream, store: EventStore): void {
     this.byId.delete(stream.id);
+    store.letGo?.(stream.key.sessionId, stream.id);
     for (const id of stream.pending) this.byRequest.delete(id);
     if (this.standalone === stream) this.standalone = undefined;
   }

@@ -260,7 +260,7 @@ export class Session implements Transport {
 
   /** A stream that never went on the wire: 503 if the store refused it, 404 if the session ended meanwhile (DELETE). */
   private neverOpened(stream: Stream, res: CoreResponder, error?: unknown): false {
-    this.routes.remove(stream);
+    this.routes.remove(stream, this.options.eventStore);
     if (error !== undefined) this.options.onError(asError(error, 'event store createStream failed'));
     const gone = error === undefined;
     sendRejection(res, gone ? sessionNotFound('it was deleted while this request was opened') : unavailable('the event store'));
@@ -299,7 +299,7 @@ export class Session implements Transport {
   private releaseCancelled(requestId: unknown): void {
     const stream = this.routes.cancelled(requestId);
     if (stream?.json) this.finishJson(stream);
-    else if (stream) void stream.afterStored(() => this.finish(stream));
+    else if (stream) void stream.afterStored(() => this.finish(stream, true));
   }
 
   private detachServer(): void {
@@ -327,9 +327,9 @@ export class Session implements Transport {
     return stream.append(this.options.eventStore, json, final, this.appendHooks);
   }
 
-  private finish(stream: Stream): void {
+  private finish(stream: Stream, cancelled = false): void {
     stream.complete = true;
-    this.routes.complete(stream, this.options.retryMs);
+    this.routes.complete(stream, this.options, cancelled);
     // The response is on the wire; a resumed or original stream of a request never lingers.
     stream.endConnection(undefined);
     this.endIfEphemeralAndDone();
@@ -342,7 +342,7 @@ export class Session implements Transport {
 
   private finishJson(stream: Stream): void {
     const json = stream.json!;
-    this.routes.complete(stream, this.options.retryMs);
+    this.routes.complete(stream, this.options);
     if (json.messages.length === 0) json.respond(undefined);
     else json.respond(JSON.stringify(json.batch ? json.messages : json.messages[0]));
     this.endIfEphemeralAndDone();
