@@ -165,3 +165,31 @@ describe('a session its new owner ended while the old one was paused', () => {
     expect(await admin.exists(`mcp-kit:owner:${sessionId}`)).toBe(0);
   }, 60_000);
 });
+
+describe('Redis restarted empty while two instances held the session (its old owner paused, the peer that took it over)', () => {
+  it('the peer that took the session over keeps it, though the old owner writes its records back first (issue 27, item 10)', async () => {
+    const { headers, sessionId, xId, yId } = await takenOverWhileXIsPaused();
+    await y.waitFor(new RegExp(`restored session ${sessionId}`));
+    // Y stops too, Redis comes back empty, and X runs again first: it finds its owner record gone
+    // with the rest of the data, and writes it back.
+    process.kill(y.pid, 'SIGSTOP');
+    try {
+      await cluster.redis.stop();
+      await cluster.redis.start();
+      const owner = () => ownerOf(sessionId).catch(() => undefined); // admin reconnects meanwhile
+      process.kill(x.pid, 'SIGCONT');
+      await until('X wrote its record back', async () => (await owner()) === xId);
+    } finally {
+      process.kill(y.pid, 'SIGCONT');
+    }
+    // Y took the session over after X had it: Y's record wins, whichever instance beat first.
+    await until('Y has its session again', async () => (await ownerOf(sessionId).catch(() => undefined)) === yId);
+    // X hears of it at its next beat and drops its stale copy: Y serves every request, one owner.
+    await new Promise((resolve) => setTimeout(resolve, 2 * HEARTBEAT_MS));
+    for (let id = 4; id < 8; id++) {
+      const served = await answer(id % 2 === 0 ? x.url : y.url, id, headers);
+      expect(served.servedBy, `request ${id}`).toBe(y.name);
+    }
+    expect(await ownerOf(sessionId)).toBe(yId);
+  }, 60_000);
+});

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { createRedisClient } from './client.js';
 import { RedisSessionCluster, type RedisSessionClusterOptions } from './cluster.js';
+import type { OwnerFence } from './fence.js';
 import { clusterMode } from './mode.js';
 import { RedisEventStore, type RedisEventStoreOptions } from './store.js';
 import { RedisTaskStore, type RedisTaskStoreOptions } from './tasks.js';
@@ -59,7 +60,13 @@ export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOu
   // A stale owner (one that was away past its heartbeat window) stores nothing in a session a peer took over.
   // In a shared cluster nobody owns a session: each stream records its writer instead (a resume
   // elsewhere answers the call with an error if that instance stops beating mid-call).
-  const fence = { instanceId: cluster.instanceId, ownerKeyPrefix: `${options.keyPrefix ?? 'mcp-kit:'}owner:` };
+  const prefix = options.keyPrefix ?? 'mcp-kit:';
+  const fence: OwnerFence = {
+    instanceId: cluster.instanceId,
+    ownerKeyPrefix: `${prefix}owner:`,
+    generationKey: `${prefix}generation`,
+    generation: () => cluster.fenceGeneration,
+  };
   const eventStore = new RedisEventStore({
     ...options,
     client,
