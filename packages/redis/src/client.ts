@@ -1,9 +1,13 @@
 import { createHash } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 
 /** How a client this package creates behaves when Redis is down or slow. */
 export interface RedisClientOptions {
-  /** A command with no reply within this many ms fails (and the request gets a 503). Default `2_000`. */
+  /**
+   * A command with no reply within this many ms fails (and the request gets a 503). A connection
+   * that has commands waiting and receives nothing for this long is dropped and made again, so
+   * the commands behind it fail at once instead of each waiting this long. Default `2_000`.
+   */
   commandTimeoutMs?: number;
   /** Shown by `CLIENT LIST`. */
   connectionName?: string;
@@ -13,20 +17,101 @@ export interface RedisClientOptions {
  * An ioredis client set up to fail fast instead of queueing: while Redis is unreachable every
  * command rejects at once, so clients get a 503 now and the process holds no growing backlog; it
  * reconnects on its own (every 100 ms, backing off to 2 s) and serves again when Redis is back.
+ *
+ * Two network faults are not outages and are ridden out (issue 27):
+ * - A connection that stops answering (a black hole, a half-open connection a NAT forgot) is
+ *   found by its first command's timeout and dropped (`socketTimeout`), not kept "ready" with
+ *   every later command waiting `commandTimeoutMs` in turn (a request's four tries took 8 s).
+ * - Commands sent while a connection that was reset is made again wait for it
+ *   ({@link rideOutReconnects}) instead of failing with "Stream isn't writeable": a new call's
+ *   `POST` no longer gets a 503 because one connection dropped.
  */
 export function createRedisClient(url: string, options: RedisClientOptions = {}): Redis {
+  const commandTimeoutMs = options.commandTimeoutMs ?? 2_000;
   const client = new Redis(url, {
     enableOfflineQueue: false,
     // In-flight commands fail at the first disconnect instead of being replayed later, out of order.
     maxRetriesPerRequest: 0,
-    commandTimeout: options.commandTimeoutMs ?? 2_000,
+    commandTimeout: commandTimeoutMs,
+    socketTimeout: commandTimeoutMs,
     retryStrategy: (times) => Math.min(100 * times, 2_000),
     connectionName: options.connectionName,
   });
   // Connection errors surface on the commands that fail (as 503s and `onError`); an unhandled
   // 'error' event would crash the process.
   client.on('error', () => {});
+  dropStaleSocketTimeout(client);
+  rideOutReconnects(client, commandTimeoutMs);
   return client;
+}
+
+/** Clients made by {@link createRedisClient}: their offline queue is only ever on for a moment. */
+const managed = new WeakSet<Redis>();
+
+/**
+ * A connection that was up and is lost by a reset (not by going silent) is made again, and until
+ * that first reconnect is ready or fails, for `graceMs` at most, commands wait for it in ioredis'
+ * offline queue (each still at most its `commandTimeout`) instead of failing at once. A reconnect
+ * that fails (Redis is down, not a dropped connection) rejects them and ends the grace: commands
+ * fail at once again, as through any outage, and the requests that wait meanwhile are few (a
+ * request that waited through an outage would run the moment Redis is back, before the instances
+ * have beaten again, and take a live instance's sessions over). A connection dropped for going
+ * silent gets no grace: the network does not answer, the next one will not either.
+ */
+function rideOutReconnects(client: Redis, graceMs: number): void {
+  managed.add(client);
+  let wasReady = false;
+  let silent = false;
+  let grace: ReturnType<typeof setTimeout> | undefined;
+  const endGrace = () => {
+    if (grace) clearTimeout(grace);
+    grace = undefined;
+    client.options.enableOfflineQueue = false;
+  };
+  client.on('ready', () => {
+    wasReady = true;
+    silent = false;
+    endGrace();
+  });
+  // ioredis' own message for a connection dropped by `socketTimeout`.
+  client.on('error', (error: Error) => {
+    if (error.message.startsWith('Socket timeout')) silent = true;
+  });
+  client.on('close', () => {
+    const reset = wasReady && !silent;
+    wasReady = false;
+    silent = false;
+    endGrace();
+    if (!reset || client.status === 'end') return;
+    client.options.enableOfflineQueue = true;
+    grace = setTimeout(endGrace, graceMs);
+    grace.unref?.();
+  });
+}
+
+/**
+ * ioredis 5 keeps a `socketTimeout` timer armed by a connection that closed before any reply, and
+ * when it fires it destroys the connection made since (redis/ioredis#2147, fixed in ioredis 6):
+ * every reset would cost a second one. The timer goes with the connection that armed it.
+ */
+function dropStaleSocketTimeout(client: Redis): void {
+  client.on('close', () => {
+    const internal = client as unknown as { socketTimeoutTimer?: ReturnType<typeof setTimeout> };
+    if (internal.socketTimeoutTimer === undefined) return;
+    clearTimeout(internal.socketTimeoutTimer);
+    internal.socketTimeoutTimer = undefined;
+  });
+}
+
+/**
+ * `client.duplicate(options)` (a subscriber connection) with {@link createRedisClient}'s repairs,
+ * and with the offline queue off unless `options` turn it on (a duplicate made while `client`
+ * rides out a reconnect would otherwise copy it on).
+ */
+export function duplicateClient(client: Redis, options: RedisOptions): Redis {
+  const duplicate = client.duplicate({ ...(managed.has(client) ? { enableOfflineQueue: false } : {}), ...options });
+  dropStaleSocketTimeout(duplicate);
+  return duplicate;
 }
 
 /** Resolves once `client` is connected; with `timeoutMs`, rejects after that long. */

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { TaskChange, TaskRecord, TaskSignalListener, TaskStore } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
-import { createRedisClient, LuaScript, whenReady } from './client.js';
+import { createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
 import { checkEvictionPolicy } from './eviction.js';
 
 export interface RedisTaskStoreOptions {
@@ -199,7 +199,7 @@ export class RedisTaskStore implements TaskStore {
   async listen(instanceId: string, listener: TaskSignalListener): Promise<void> {
     this.listener = listener;
     // ioredis resubscribes after a reconnect; what was published meanwhile arrives with the next check.
-    const subscriber = this.client.duplicate({ connectionName: 'mcp-kit-task-signals', lazyConnect: true, autoResubscribe: true });
+    const subscriber = duplicateClient(this.client, { connectionName: 'mcp-kit-task-signals', lazyConnect: true, autoResubscribe: true });
     subscriber.on('error', () => {});
     const changes = this.changesChannel();
     subscriber.on('message', (channel: string, taskId: string) => void (channel === changes ? this.changed(taskId) : this.take(taskId)));

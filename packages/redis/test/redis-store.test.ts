@@ -173,7 +173,7 @@ describe('RedisEventStore: keys, limits and failures', () => {
     expect(() => new RedisEventStore({ url: redis.url, streamTtlMs: 1.5 })).toThrow(/streamTtlMs/);
   });
 
-  it('a slow Redis: a command with no reply within commandTimeoutMs fails instead of hanging, and the next ones work again', async () => {
+  it('a slow Redis: a command with no reply within commandTimeoutMs fails instead of hanging, and the next ones work again once its connection is made again', async () => {
     const store = new RedisEventStore({ url: redis.url, commandTimeoutMs: 200 });
     stores.push(store);
     await store.ready(5_000);
@@ -184,6 +184,9 @@ describe('RedisEventStore: keys, limits and failures', () => {
     await expect(store.replayAfter(A.sessionId, A.streamId, 0)).rejects.toThrow(/timed out/i);
     expect(Date.now() - started).toBeLessThan(900);
     await admin.call('CLIENT', 'UNPAUSE');
+    // A connection silent for commandTimeoutMs with a command waiting is dropped (issue 27: a black
+    // hole is no different from where the client stands), and made again.
+    await store.ready(5_000);
     expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: [frame(A, 1)], lastSeq: 1, complete: false });
   });
 
