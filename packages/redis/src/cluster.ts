@@ -4,6 +4,7 @@ import type { ClusterMessage, CoreResponder, ForwardedRequest, RestoreRecord, Se
 import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
 import { checkEvictionPolicy } from './eviction.js';
+import { MINE_LUA } from './fence.js';
 import { HttpForwarder } from './forward.js';
 import { HopSigner, sharedHopSecret } from './hop.js';
 import { clusterMode, type ClusterMode } from './mode.js';
@@ -73,7 +74,9 @@ export interface RedisSessionClusterOptions {
 }
 
 // KEYS: owner record, restore record. ARGV: me, my URL, principal ('' = none), instance key prefix, owner TTL.
-// Returns {0} no such session, {1} another principal's, {2, restore} taken (or already ours), {3, owner} a live owner.
+// Returns {0} no such session, {1} another principal's, {2, restore, owner record} taken (or already
+// ours), {3, owner} a live owner. The record it writes carries `e`, Redis' time of the take-over, which
+// tells a later owner from an earlier one if both write their records back after Redis lost its data (see RECLAIM).
 const TAKE_OVER = new LuaScript(
   `local restore = redis.call('GET', KEYS[2])
 local raw = redis.call('GET', KEYS[1])
@@ -85,7 +88,7 @@ if p ~= ARGV[3] then return {1} end
 if raw then
   local owner = cjson.decode(raw)
   if owner.i == ARGV[1] then
-    if restore then return {2, restore} end
+    if restore then return {2, restore, raw} end
     return {0}
   end
   if owner.i ~= '' and redis.call('EXISTS', ARGV[4] .. owner.i) == 1 then return {3, raw} end
@@ -93,21 +96,28 @@ end
 if not restore then return {0} end
 local principal = cjson.null
 if p ~= '' then principal = p end
-redis.call('SET', KEYS[1], cjson.encode({i = ARGV[1], u = ARGV[2], p = principal}), 'PX', ARGV[5])
-return {2, restore}`,
+local t = redis.call('TIME')
+local e = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local record = cjson.encode({i = ARGV[1], u = ARGV[2], p = principal, e = e})
+redis.call('SET', KEYS[1], record, 'PX', ARGV[5])
+return {2, restore, record}`,
   2,
 );
 
-// KEYS: the instances' sorted set. ARGV: this instance's id, how long after its last beat an instance counts as gone.
+// KEYS: the instances' sorted set, this instance's taken set. ARGV: this instance's id, how long
+// after its last beat an instance counts as gone.
 // Scores are Redis' own clock, so instances with skewed clocks agree; the long gone are dropped.
+// Returns (and empties) the taken set: sessions a peer took back from this instance (see RECLAIM).
 const BEAT_INDEX = new LuaScript(
   `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 10 * tonumber(ARGV[2]))
 redis.call('PEXPIRE', KEYS[1], 10 * tonumber(ARGV[2]))
-return 1`,
-  1,
+local taken = redis.call('SMEMBERS', KEYS[2])
+if #taken > 0 then redis.call('DEL', KEYS[2]) end
+return taken`,
+  2,
 );
 
 // KEYS: the instances' sorted set. ARGV: me, the window, the instance key prefix.
@@ -130,22 +140,36 @@ return out`,
   1,
 );
 
-// KEYS: none (the owner keys are built from ARGV[3]). ARGV: me, ttl, owner key prefix, whether a
-// missing record is written back ('1': Redis lost its data) or lost, then (session id, record)
-// pairs. Writes back each owner record that still names this instance; one that names another
-// instance was taken over while this one was away (a pause past its heartbeat window, a
-// partition), one that is gone was ended or handed off there: it is returned, and this instance
-// lets the session go.
+// KEYS: none (the keys are built from ARGV[3] and ARGV[5]). ARGV: me, ttl, owner key prefix,
+// whether Redis lost its data since these records were last written ('1') or not ('0'), the
+// prefix of the instances' taken sets, then (session id, record) pairs.
+// Writes back each owner record that still names this instance. While Redis kept its data, one
+// that names another instance was taken over while this one was away (a pause past its heartbeat
+// window, a partition), and one that is gone was ended or handed off (issue 27, item 10): it is
+// returned, and this instance lets the session go. After Redis lost its data, one that is gone is
+// written back (its owner is this instance, which had not beaten since); and of two instances that
+// both hold a session (one took it over while the other was away, then the data went) the one that
+// took it last keeps it, whichever beats first: `e`, Redis' time of the take-over (none: the
+// instance created the session), decides, and the instance whose record is replaced finds the
+// session in its taken set at its next beat.
 const RECLAIM = new LuaScript(
   `local lost = {}
-for i = 5, #ARGV, 2 do
+for i = 6, #ARGV, 2 do
   local key = ARGV[3] .. ARGV[i]
   local raw = redis.call('GET', key)
-  if (raw and cjson.decode(raw).i ~= ARGV[1]) or (not raw and ARGV[4] ~= '1') then
-    lost[#lost + 1] = ARGV[i]
-  else
-    redis.call('SET', key, ARGV[i + 1], 'PX', ARGV[2])
+  local write = ARGV[4] == '1'
+  if raw then
+    local owner = cjson.decode(raw)
+    if owner.i == ARGV[1] then
+      write = true
+    elseif write and (tonumber(owner.e) or 0) < (tonumber(cjson.decode(ARGV[i + 1]).e) or 0) then
+      redis.call('SADD', ARGV[5] .. owner.i, ARGV[i])
+      redis.call('PEXPIRE', ARGV[5] .. owner.i, ARGV[2])
+    else
+      write = false
+    end
   end
+  if write then redis.call('SET', key, ARGV[i + 1], 'PX', ARGV[2]) else lost[#lost + 1] = ARGV[i] end
 end
 return lost`,
   0,
@@ -170,25 +194,34 @@ return saved`,
   1,
 );
 
-// KEYS: owner record, restore record. ARGV: me, the record, its ttl.
-// A stale owner does not overwrite what the session's new owner keeps to restore it.
+// KEYS: owner record, restore record, generation key. ARGV: me, the record, its ttl, the
+// generation this instance's records were written in.
+// Only while the session is this instance's (see fence.ts): a stale owner neither overwrites what
+// the session's new owner keeps to restore it nor brings back a session that was ended.
 const SAVE_RECORD = new LuaScript(
-  `local raw = redis.call('GET', KEYS[1])
-if raw and cjson.decode(raw).i ~= ARGV[1] then return 0 end
+  `${MINE_LUA}if not mine(KEYS[1], KEYS[3], ARGV[1], ARGV[4]) then return 0 end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 return 1`,
-  2,
+  3,
 );
 
-// KEYS: owner record, restore record ('' = keep it). ARGV: me.
-// Lets go of a session only while it is this instance's: a stale owner deletes nothing of the new one's.
+// KEYS: owner record, restore record ('' = keep it), generation key. ARGV: me, the generation this
+// instance's records were written in.
+// Lets go of a session only while it is this instance's: a stale owner deletes nothing of the new
+// one's. With no owner record while Redis kept its data, a restore record is the one an instance
+// that handed the session off kept for the next (issue 27, item 10): not this instance's to delete.
+// With neither, the session ended already: 1, its events may go.
 const RELEASE = new LuaScript(
   `local raw = redis.call('GET', KEYS[1])
-if raw and cjson.decode(raw).i ~= ARGV[1] then return 0 end
+if raw then
+  if cjson.decode(raw).i ~= ARGV[1] then return 0 end
+elseif KEYS[2] ~= '' and redis.call('GET', KEYS[3]) == ARGV[2] and redis.call('EXISTS', KEYS[2]) == 1 then
+  return 0
+end
 redis.call('DEL', KEYS[1])
 if KEYS[2] ~= '' then redis.call('DEL', KEYS[2]) end
 return 1`,
-  2,
+  3,
 );
 
 // KEYS: restore record, owner record. ARGV: the broadcast channel, the 'ended' message.
@@ -256,6 +289,8 @@ export class RedisSessionCluster implements SessionCluster {
   private generation: string | undefined;
   /** When this instance found Redis' data lost (a new generation), if it ever did. */
   private dataLostAt: number | undefined;
+  /** The generation in which this instance's owner records were last all written (by a beat): the fence's (see fence.ts). */
+  private recordsGeneration: string | undefined;
   private closed = false;
   /** Shared: the principals of sessions created here whose record is not saved yet. */
   private readonly created = new Map<string, string | null>();
@@ -360,7 +395,8 @@ export class RedisSessionCluster implements SessionCluster {
     // Out of `owned` at once, so no beat writes its owner record back, but still this instance's to release.
     if (this.owned.delete(sessionId)) this.remember(this.releasing, sessionId);
     else if (!this.releasing.has(sessionId)) return !this.lost.delete(sessionId);
-    const released = (await RELEASE.run(this.client, [this.ownerKey(sessionId), this.restoreKey(sessionId), this.instanceId])) === 1;
+    const keys = [this.ownerKey(sessionId), this.restoreKey(sessionId), this.generationKey()];
+    const released = (await RELEASE.run(this.client, [...keys, this.instanceId, this.fenceGeneration])) === 1;
     this.releasing.delete(sessionId);
     return released;
   }
@@ -390,7 +426,8 @@ export class RedisSessionCluster implements SessionCluster {
     const owned = this.owned.get(sessionId);
     const principal = owned ? (JSON.parse(owned.record) as OwnerRecord).p : null;
     const saved = JSON.stringify({ p: principal, r: record });
-    await SAVE_RECORD.run(this.client, [this.ownerKey(sessionId), this.restoreKey(sessionId), this.instanceId, saved, ttlMs]);
+    const keys = [this.ownerKey(sessionId), this.restoreKey(sessionId), this.generationKey()];
+    await SAVE_RECORD.run(this.client, [...keys, this.instanceId, saved, ttlMs, this.fenceGeneration]);
   }
 
   async keepRecords(sessionIds: string[], ttlMs: number): Promise<void> {
@@ -410,6 +447,11 @@ export class RedisSessionCluster implements SessionCluster {
    */
   async takeOver(sessionId: string, principal: string | undefined): Promise<TakeOver | undefined> {
     if (this.shared) return this.copy(sessionId, principal);
+    // Redis lost its data moments ago: the session may live on an instance that has not written its
+    // owner record back yet, though a restore record it saved since is there; taking the session
+    // would make a second owner (issue 27, item 10). A 503 its client retries, never a 404.
+    if (await this.dataJustLost())
+      throw new Error('Redis lost its data moments ago: the session may live on an instance that has not written its records back yet');
     const reply = (await TAKE_OVER.run(this.client, [
       this.ownerKey(sessionId),
       this.restoreKey(sessionId),
@@ -418,21 +460,15 @@ export class RedisSessionCluster implements SessionCluster {
       principal ?? '',
       this.instanceKey(''),
       this.ownerTtlMs,
-    ])) as [number, string?];
-    if (reply[0] === 0) {
-      // No record at all: gone, unless Redis just lost its data and the owner has not beaten since
-      // (a 503 its client retries, never a 404 for a session that lives).
-      if (await this.dataJustLost())
-        throw new Error('Redis lost its data moments ago: the session may live on an instance that has not written its records back yet');
-      return undefined;
-    }
+    ])) as [number, string?, string?];
+    if (reply[0] === 0) return undefined;
     if (reply[0] === 1) return { forbidden: true };
     if (reply[0] === 3) {
       const owner = JSON.parse(reply[1]!) as OwnerRecord;
       return { owner: { instanceId: owner.i, self: false, principal: owner.p ?? undefined, address: owner.u } };
     }
     const saved = JSON.parse(reply[1]!) as { p: string | null; r: RestoreRecord };
-    const record = JSON.stringify({ i: this.instanceId, u: this.internalUrl, p: saved.p } satisfies OwnerRecord);
+    const record = reply[2] ?? JSON.stringify({ i: this.instanceId, u: this.internalUrl, p: saved.p } satisfies OwnerRecord);
     this.owned.set(sessionId, { record, refreshedAt: Date.now() });
     return { record: saved.r, principal: saved.p ?? undefined };
   }
@@ -485,7 +521,7 @@ export class RedisSessionCluster implements SessionCluster {
     this.created.delete(sessionId);
     if (this.held.delete(sessionId) || this.shared) return;
     if (!this.owned.delete(sessionId)) return;
-    await RELEASE.run(this.client, [this.ownerKey(sessionId), '', this.instanceId]);
+    await RELEASE.run(this.client, [this.ownerKey(sessionId), '', this.generationKey(), this.instanceId, this.fenceGeneration]);
   }
 
   /**
@@ -674,15 +710,24 @@ export class RedisSessionCluster implements SessionCluster {
     const previous = await this.client.set(this.instanceKey(this.instanceId), this.internalUrl, 'PX', this.heartbeatMs * 3, 'GET');
     // Once per client (cached), also for an app that never calls ready(): a warning if Redis may evict (issue 27, item 6).
     void checkEvictionPolicy(this.client);
-    await BEAT_INDEX.run(this.client, [this.instancesKey(), this.instanceId, this.ownerTimeoutMs]);
+    const taken = (await BEAT_INDEX.run(this.client, [
+      this.instancesKey(),
+      this.takenKey(this.instanceId),
+      this.instanceId,
+      this.ownerTimeoutMs,
+    ])) as string[];
+    // Taken back by the instance that took them over last, after Redis lost its data (see RECLAIM).
+    for (const id of taken) if (this.owned.has(id)) this.letGo(id);
     const now = Date.now();
-    // Our key was gone, so our owner records may be too (Redis restarted): write them all again.
+    // Our key was gone, so our owner records may be too (Redis restarted): write them all again,
+    // at this beat or, if it fails midway, the next.
     const all = previous === null || this.reclaim;
+    if (previous === null) this.reclaim = true;
     if (!this.ownHopSecret && (all || this.hopSecret === undefined)) await this.shareHopSecret();
-    // Back after our key expired, with Redis' data intact: a missing owner record was ended by
-    // the instance that took the session over, not lost with Redis; it is not brought back.
     const lostData = all && (await this.redisLostData());
-    const writeMissing = !all || lostData ? '1' : '0';
+    // Back after our key expired, with Redis' data intact (or at a refresh), a missing owner record
+    // was ended or handed off on purpose, not lost with Redis: it is not brought back (see fence.ts).
+    const dataLost = this.generation !== this.recordsGeneration ? '1' : '0';
     if (lostData && this.shared) await this.rewriteRecords();
     const due = [...this.owned].filter(([, o]) => all || now - o.refreshedAt > this.ownerTtlMs / 2);
     // Compare-and-set, never a blind write: a session a peer took over stays the peer's (issue 20, item 1).
@@ -690,13 +735,19 @@ export class RedisSessionCluster implements SessionCluster {
       // A session released since is not written back.
       const batch = due.slice(i, i + 1_000).filter(([id]) => this.owned.has(id));
       const args = batch.flatMap(([id, o]) => [id, o.record]);
-      const script = [this.instanceId, this.ownerTtlMs, this.ownerKey(''), writeMissing, ...args];
+      const script = [this.instanceId, this.ownerTtlMs, this.ownerKey(''), dataLost, this.takenKey(''), ...args];
       const lost = (await RECLAIM.run(this.client, script)) as string[];
       for (const [, o] of batch) o.refreshedAt = now;
       for (const id of lost) this.letGo(id);
     }
     if (all) this.reclaim = false;
     this.beatSentAt = sentAt;
+    if (all) this.recordsGeneration = this.generation;
+  }
+
+  /** @internal The generation this instance's owner records were last all written in, `''` before its first beat: the event store's fence passes it (see fence.ts). */
+  get fenceGeneration(): string {
+    return this.recordsGeneration ?? '';
   }
 
   /** Shared, after Redis lost its data: the records of the sessions held here, written back unless a copy elsewhere did first. */
@@ -754,6 +805,15 @@ export class RedisSessionCluster implements SessionCluster {
 
   private restoreKey(sessionId: string): string {
     return `${this.prefix}restore:${sessionId}`;
+  }
+
+  private generationKey(): string {
+    return `${this.prefix}generation`;
+  }
+
+  /** Sessions a peer took back from the instance after Redis lost its data (see RECLAIM). */
+  private takenKey(instanceId: string): string {
+    return `${this.prefix}taken:${instanceId}`;
   }
 
   private ownerKey(sessionId: string): string {

@@ -12,6 +12,7 @@ import {
 import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
 import { checkEvictionPolicy } from './eviction.js';
+import { MINE_LUA, NOT_MINE, type OwnerFence } from './fence.js';
 import { LiveStreams } from './live-streams.js';
 
 export interface RedisEventStoreOptions {
@@ -41,13 +42,16 @@ export interface RedisEventStoreOptions {
   reconnectGraceMs?: number;
 }
 
-// KEYS: stream, session index. ARGV: streamId, ttl, maxlen, request ids as JSON ('' for none), the
-// writing instance ('' = not recorded). The `0-1` entry stands for seq 0, so `<token>.0` is a
-// valid cursor before any event; in a shared cluster it names the instance that writes the stream.
-// The request ids (`<stream>:req`) let another instance answer a call whose instance died (see
-// unfinished and writer).
+// KEYS: stream, session index, the session's owner record and the generation key ('' = no fence).
+// ARGV: streamId, ttl, maxlen, request ids as JSON ('' for none), the writing instance ('' = not
+// recorded), this instance's id and the generation its records were written in (for the fence).
+// The `0-1` entry stands for seq 0, so `<token>.0` is a valid cursor before any event; in a shared
+// cluster it names the instance that writes the stream. The request ids (`<stream>:req`) let
+// another instance answer a call whose instance died (see unfinished and writer). With a fence, an
+// instance whose session it is not (see fence.ts) opens no stream in it (issue 27, item 10).
 const CREATE = new LuaScript(
-  `if redis.call('EXISTS', KEYS[1]) == 0 then
+  `${MINE_LUA}if KEYS[3] ~= '' and not mine(KEYS[3], KEYS[4], ARGV[6], ARGV[7]) then return redis.error_reply('ERR ${NOT_MINE}') end
+if redis.call('EXISTS', KEYS[1]) == 0 then
   if ARGV[5] ~= '' then
     redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-1', 'c', '1', 'w', ARGV[5])
   else
@@ -59,25 +63,24 @@ if ARGV[4] ~= '' then redis.call('SET', KEYS[1] .. ':req', ARGV[4], 'PX', ARGV[2
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1`,
-  2,
+  4,
 );
 
-/** APPEND's refusals that no retry can change: another instance owns the session, or answered the stream. */
+/** Refusals no retry can change: the session is not this instance's (the fence), or another instance answered the stream. */
 const TAKEN_OVER = /another instance owns this session now|this stream is complete \(another instance answered it\)/;
 
-// KEYS: stream, session index, the session's owner record ('' = no fence). ARGV: entry id, frame,
-// final, maxlen, ttl, streamId, seq, this instance's id.
+// KEYS: stream, session index, the session's owner record and the generation key ('' = no fence).
+// ARGV: entry id, frame, final, maxlen, ttl, streamId, seq, this instance's id, the generation its
+// records were written in.
 // One round trip stores the frame, bounds the stream, and tells live tails on other instances.
 // A frame already stored (a retry whose first reply was lost) is not stored twice, and one whose
 // predecessor is missing (its write failed) is refused until that one is in: the owner retries
 // them in order, so a stream never has a hole (issue 20, item 3). Nothing goes after a final
 // frame: a stale owner cannot write past the error a new owner answered its lost call with. With a
-// fence, an instance that no longer owns the session (a peer took it over) stores nothing in it.
+// fence, an instance whose session it is not (a peer took it over, or it was handed off or ended:
+// see fence.ts) stores nothing in it.
 const APPEND = new LuaScript(
-  `if KEYS[3] ~= '' then
-  local owner = redis.call('GET', KEYS[3])
-  if owner and cjson.decode(owner).i ~= ARGV[8] then return redis.error_reply('ERR mcp-kit: another instance owns this session now') end
-end
+  `${MINE_LUA}if KEYS[3] ~= '' and not mine(KEYS[3], KEYS[4], ARGV[8], ARGV[9]) then return redis.error_reply('ERR ${NOT_MINE}') end
 local seq = tonumber(ARGV[7])
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 if #last > 0 then
@@ -93,7 +96,7 @@ redis.call('SADD', KEYS[2], ARGV[6])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 redis.call('PUBLISH', KEYS[1], ARGV[7] .. ' ' .. ARGV[3] .. ' ' .. ARGV[2])
 return 1`,
-  3,
+  4,
 );
 
 // KEYS: stream, its retry key. ARGV: afterSeq, id of the first entry to return, ttl.
@@ -129,13 +132,16 @@ return out`,
   2,
 );
 
-// KEYS: stream, its retry key. ARGV: afterSeq, retryMs, ttl.
-// Keeps the close's retry for resumes on any instance, and tells the live tails to end.
+// KEYS: stream, its retry key, the session's owner record and the generation key ('' = no fence).
+// ARGV: afterSeq, retryMs, ttl, this instance's id, the generation its records were written in.
+// Keeps the close's retry for resumes on any instance, and tells the live tails to end; with a
+// fence, only while the session is this instance's (see fence.ts).
 const CLOSE = new LuaScript(
-  `redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  `${MINE_LUA}if KEYS[3] ~= '' and not mine(KEYS[3], KEYS[4], ARGV[4], ARGV[5]) then return redis.error_reply('ERR ${NOT_MINE}') end
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 redis.call('PUBLISH', KEYS[1], ARGV[1] .. ' c ' .. ARGV[2])
 return 1`,
-  2,
+  4,
 );
 
 // KEYS: session index. ARGV: stream key prefix of the session.
@@ -185,6 +191,11 @@ return {1, writer, tonumber(string.match(last[1][1], '^(%d+)')), complete, redis
   1,
 );
 
+/** A {@link StreamTakenOver} for a refusal no retry can change (see {@link TAKEN_OVER}); `undefined` for any other error. */
+function refusedForGood(error: unknown): StreamTakenOver | undefined {
+  return error instanceof Error && TAKEN_OVER.test(error.message) ? new StreamTakenOver(error.message) : undefined;
+}
+
 /** Frames a tail may hold while it reads a gap from Redis; past it the tail ends and the client resumes. */
 const MAX_PENDING = 10_000;
 
@@ -214,16 +225,16 @@ export class RedisEventStore implements EventStore {
   private closed = false;
   /** Streams this instance still writes to, whose keys it keeps alive. */
   private readonly live: LiveStreams;
-  /** With a cluster on the same Redis: appends check that this instance still owns the session. */
-  private readonly fence: { instanceId: string; ownerKeyPrefix: string } | undefined;
+  /** With a forwarding cluster on the same Redis: writes check that the session is still this instance's. */
+  private readonly fence: OwnerFence | undefined;
   /** With a shared cluster: this instance's id, recorded as the writer of each stream it creates. */
   private readonly writerId: string | undefined;
 
   constructor(
     options: RedisEventStoreOptions & {
       /** @internal */ ownsClient?: boolean;
-      /** @internal Set by `createRedisScaleOut`: the cluster's instance and owner records (issue 20, item 1). */
-      fence?: { instanceId: string; ownerKeyPrefix: string };
+      /** @internal Set by `createRedisScaleOut`: the cluster's instance and owner records (issue 20, item 1; issue 27, item 10). */
+      fence?: OwnerFence;
       /** @internal Set by `createRedisScaleOut` for a shared cluster: whose streams these are (see `writer`). */
       writerId?: string;
     } = {},
@@ -257,15 +268,27 @@ export class RedisEventStore implements EventStore {
   async createStream(key: StreamKey, requestIds?: Iterable<string | number>): Promise<void> {
     const ids = requestIds === undefined ? [] : [...requestIds];
     this.live.add(key.sessionId, this.indexKey(key.sessionId), this.streamKey(key));
-    await CREATE.run(this.client, [
-      this.streamKey(key),
-      this.indexKey(key.sessionId),
-      key.streamId,
-      this.streamTtlMs,
-      this.maxEventsPerStream,
-      ids.length > 0 ? JSON.stringify(ids) : '',
-      this.writerId ?? '',
-    ]);
+    const [owner, generation, me, seen] = this.fenceArgs(key.sessionId);
+    try {
+      await CREATE.run(this.client, [
+        this.streamKey(key),
+        this.indexKey(key.sessionId),
+        owner,
+        generation,
+        key.streamId,
+        this.streamTtlMs,
+        this.maxEventsPerStream,
+        ids.length > 0 ? JSON.stringify(ids) : '',
+        this.writerId ?? '',
+        me,
+        seen,
+      ]);
+    } catch (error) {
+      const refused = refusedForGood(error);
+      // Never opened: this instance will not write to it.
+      if (refused) this.live.remove(key.sessionId, this.streamKey(key));
+      throw refused ?? error;
+    }
   }
 
   /** The instance that writes a request stream (recorded in a shared cluster), its requests and how far it got. */
@@ -295,11 +318,13 @@ export class RedisEventStore implements EventStore {
     const flag = final ? '1' : '0';
     if (final) this.live.remove(key.sessionId, this.streamKey(key));
     else this.live.add(key.sessionId, this.indexKey(key.sessionId), this.streamKey(key));
+    const [owner, generation, me, seen] = this.fenceArgs(key.sessionId);
     try {
       await APPEND.run(this.client, [
         this.streamKey(key),
         this.indexKey(key.sessionId),
-        this.fence ? `${this.fence.ownerKeyPrefix}${key.sessionId}` : '',
+        owner,
+        generation,
         `${seq}-0`,
         frame,
         flag,
@@ -307,13 +332,20 @@ export class RedisEventStore implements EventStore {
         this.streamTtlMs,
         key.streamId,
         seq,
-        this.fence?.instanceId ?? '',
+        me,
+        seen,
       ]);
     } catch (error) {
       // Refused for good, not an outage: the writer stops instead of retrying (issue 27, item 9).
-      if (error instanceof Error && TAKEN_OVER.test(error.message)) throw new StreamTakenOver(error.message);
-      throw error;
+      throw refusedForGood(error) ?? error;
     }
+  }
+
+  /** The fence's keys (the session's owner record, the generation key) and arguments (this instance, the generation it saw); `''` each without one. */
+  private fenceArgs(sessionId: string): [string, string, string, string] {
+    const fence = this.fence;
+    if (!fence) return ['', '', '', ''];
+    return [`${fence.ownerKeyPrefix}${sessionId}`, fence.generationKey, fence.instanceId, fence.generation()];
   }
 
   async replayAfter(sessionId: string, streamId: string, afterSeq: number): Promise<ReplayResult> {
@@ -337,7 +369,27 @@ export class RedisEventStore implements EventStore {
    * so a resume on any instance primes with it, and tells the stream's live tails to end with it.
    */
   async closeTails(key: StreamKey, afterSeq: number, retryMs: number): Promise<void> {
-    await CLOSE.run(this.client, [this.streamKey(key), `${this.streamKey(key)}:retry`, afterSeq, retryMs, this.streamTtlMs]);
+    const [owner, generation, me, seen] = this.fenceArgs(key.sessionId);
+    const keys = [this.streamKey(key), `${this.streamKey(key)}:retry`, owner, generation];
+    try {
+      await CLOSE.run(this.client, [...keys, afterSeq, retryMs, this.streamTtlMs, me, seen]);
+    } catch (error) {
+      throw refusedForGood(error) ?? error;
+    }
+  }
+
+  /**
+   * This instance writes no more to the stream (or to any stream of the session): its keys are no
+   * longer refreshed, and age out `streamTtlMs` after their last event or resume (issue 27, item 8).
+   */
+  letGo(sessionId: string, streamId?: string): void {
+    if (streamId === undefined) this.live.removeSession(sessionId);
+    else this.live.remove(sessionId, this.streamKey({ sessionId, streamId }));
+  }
+
+  /** @internal For tests: how many streams this instance keeps alive (see {@link letGo}). */
+  get liveStreamCount(): number {
+    return this.live.size;
   }
 
   async deleteSession(sessionId: string): Promise<void> {
