@@ -4,6 +4,8 @@
  * order with Redis' own replies, as a Redis that fails one command (OOM, a failover, a timeout)
  * would. A connection that subscribes is passed through untouched from then on (pushes have no
  * command to pair with). `cut()` drops every connection and refuses new ones until `heal()`.
+ * `cutSubscribers`/`blackHoleSubscribers` strike only the connections that subscribed to a channel
+ * (a bus subscriber reset, or left half-open, while the client's other connections work).
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
@@ -20,6 +22,21 @@ export interface RespFaultProxy {
   /** Drops every connection and refuses new ones (a partition), until `heal()`. */
   cut(): void;
   heal(): void;
+  /**
+   * Drops every connection whose `SUBSCRIBE` names a channel `match` finds, and drops those that
+   * send such a `SUBSCRIBE` from now on (a subscriber's connection reset, and every reconnect of it
+   * failing), until `healSubscribers()`. Other connections are untouched. Returns how many it dropped.
+   */
+  cutSubscribers(match: RegExp): number;
+  healSubscribers(): void;
+  /**
+   * From now on holds every byte, both ways, of the open connections whose `SUBSCRIBE` names a
+   * channel `match` finds, and never closes them (a half-open connection: a NAT or a firewall that
+   * forgot the flow; neither end hears of it). Connections made later are untouched. Returns how many.
+   */
+  blackHoleSubscribers(match: RegExp): number;
+  /** How many open connections, not black-holed, subscribed to a channel `match` finds. */
+  subscribers(match: RegExp): number;
   close(): Promise<void>;
 }
 
@@ -69,6 +86,9 @@ export async function startRespFaultProxy(redisPort: number, seed = 1): Promise<
   };
   const sockets = new Set<Socket>();
   let partitioned = false;
+  /** Subscribed connections: what their first SUBSCRIBE said, how to drop them, whether they are black-holed. */
+  const subscribed = new Map<Socket, { command: string; drop: () => void; dead: boolean }>();
+  let refuseSubscribe: RegExp | undefined;
   const self: RespFaultProxy = {
     url: '',
     port: 0,
@@ -82,6 +102,23 @@ export async function startRespFaultProxy(redisPort: number, seed = 1): Promise<
     },
     heal() {
       partitioned = false;
+    },
+    cutSubscribers(match) {
+      refuseSubscribe = match;
+      const hit = [...subscribed.values()].filter((s) => match.test(s.command));
+      for (const s of hit) s.drop();
+      return hit.length;
+    },
+    healSubscribers() {
+      refuseSubscribe = undefined;
+    },
+    subscribers(match) {
+      return [...subscribed.values()].filter((s) => !s.dead && match.test(s.command)).length;
+    },
+    blackHoleSubscribers(match) {
+      const hit = [...subscribed.values()].filter((s) => !s.dead && match.test(s.command));
+      for (const s of hit) s.dead = true;
+      return hit.length;
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -101,10 +138,13 @@ export async function startRespFaultProxy(redisPort: number, seed = 1): Promise<
     let fromClient = Buffer.alloc(0);
     let fromRedis = Buffer.alloc(0);
     let passThrough = false;
+    /** Set once the connection subscribed (see `subscribed`). */
+    let sub: { command: string; drop: () => void; dead: boolean } | undefined;
     const flush = () => {
       while (owed.length > 0 && owed[0]!.reply) client.write(owed.shift()!.reply!);
     };
     client.on('data', (chunk: Buffer) => {
+      if (sub?.dead) return;
       if (passThrough) return void upstream.write(chunk);
       fromClient = Buffer.concat([fromClient, chunk]);
       let at = 0;
@@ -114,6 +154,10 @@ export async function startRespFaultProxy(redisPort: number, seed = 1): Promise<
         const name = commandName(fromClient, at);
         count(self.seen, name);
         if (PASS_THROUGH.has(name)) {
+          const command = fromClient.toString('latin1', at, at + length);
+          if (refuseSubscribe?.test(command)) return closeBoth();
+          sub = { command, drop: () => closeBoth(), dead: false };
+          subscribed.set(client, sub);
           // From here on, replies are pushes: forward the rest as it is.
           passThrough = true;
           upstream.write(fromClient.subarray(at));
@@ -133,6 +177,7 @@ export async function startRespFaultProxy(redisPort: number, seed = 1): Promise<
       flush();
     });
     upstream.on('data', (chunk: Buffer) => {
+      if (sub?.dead) return;
       if (passThrough && owed.length === 0) return void client.write(chunk);
       fromRedis = Buffer.concat([fromRedis, chunk]);
       let at = 0;
@@ -148,12 +193,13 @@ export async function startRespFaultProxy(redisPort: number, seed = 1): Promise<
       fromRedis = fromRedis.subarray(at);
       flush();
     });
-    const closeBoth = () => {
+    function closeBoth(): void {
       client.destroy();
       upstream.destroy();
       sockets.delete(client);
       sockets.delete(upstream);
-    };
+      subscribed.delete(client);
+    }
     client.on('error', closeBoth);
     upstream.on('error', closeBoth);
     client.on('close', closeBoth);

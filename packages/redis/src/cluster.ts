@@ -5,6 +5,7 @@ import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
 import { checkEvictionPolicy } from './eviction.js';
 import { MINE_LUA } from './fence.js';
+import { BUS_MAX_ENTRIES, BUS_POST_LUA, BUS_RETENTION_MS, SharedBus } from './bus.js';
 import { HttpForwarder } from './forward.js';
 import { HopSigner, sharedHopSecret } from './hop.js';
 import { clusterMode, type ClusterMode } from './mode.js';
@@ -224,14 +225,15 @@ return 1`,
   3,
 );
 
-// KEYS: restore record, owner record. ARGV: the broadcast channel, the 'ended' message.
+// KEYS: restore record, owner record, the inbox of all instances. ARGV: its channel, the 'ended'
+// message, the bus' retention and max entries.
 // Shared: the client's DELETE. The record goes and every instance is told in one step, so a copy
-// that missed the message finds the session gone from Redis (pub/sub only wakes).
+// that missed the message finds the session gone from Redis, and the message in its inbox (pub/sub only wakes).
 const END_SHARED = new LuaScript(
-  `redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('PUBLISH', ARGV[1], ARGV[2])
+  `${BUS_POST_LUA}redis.call('DEL', KEYS[1], KEYS[2])
+post(KEYS[3], ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))
 return 1`,
-  2,
+  3,
 );
 
 interface OwnerRecord {
@@ -299,17 +301,20 @@ export class RedisSessionCluster implements SessionCluster {
    * written back if Redis loses its data (nobody owns them, so nobody else would).
    */
   private readonly held = new Map<string, { saved: string; ttlMs: number }>();
-  /** Shared: the connection that receives what other instances post here, once someone listens. */
-  private subscriber: Redis | undefined;
+  /** Shared: what instances send each other, kept in Redis until read (see {@link SharedBus}). */
+  private readonly bus: SharedBus;
   /**
-   * Shared: the subscriber connection dropped since the held copies were last checked, so a post
-   * may have been missed (pub/sub keeps nothing for a subscriber that is away): an `ended`.
+   * Shared: since the held copies were last checked, the subscriber connection dropped or this
+   * process was frozen, so a post may have been missed live (an `ended` among them).
    */
   private busGap = false;
   private rechecking: Promise<void> | undefined;
-  /** Shared: when a pause last started a check of the held copies. */
+  /** Shared: when the last check of the held copies that went through started. */
   private recheckedAt = 0;
-  private messageListener: ((message: ClusterMessage) => void) | undefined;
+  /** When the heartbeat timer last fired: a timer (or a request) that finds it two beats old found a pause. */
+  private tickedAt = Date.now();
+  /** Shared: a check of the held copies before a request is served waits at most this long (then 503). */
+  private readonly checkTimeoutMs: number;
 
   constructor(options: RedisSessionClusterOptions & { /** @internal */ ownsClient?: boolean }) {
     if (!options.client && !options.url)
@@ -337,7 +342,15 @@ export class RedisSessionCluster implements SessionCluster {
       responseTimeoutMs: positiveInt(options.responseTimeoutMs ?? 3_000, 'responseTimeoutMs', 'RedisSessionCluster'),
       maxBufferedBytes: options.maxBufferedBytes,
     });
-    this.timer = setInterval(() => void this.heartbeat(), this.heartbeatMs);
+    this.checkTimeoutMs = options.commandTimeoutMs ?? 2_000;
+    this.bus = new SharedBus({
+      client: this.client,
+      prefix: this.prefix,
+      instanceId: this.instanceId,
+      pingTimeoutMs: Math.max(this.heartbeatMs * 2, 1_000),
+      onGap: () => (this.busGap = true),
+    });
+    this.timer = setInterval(() => this.tick(), this.heartbeatMs);
     this.timer.unref?.();
     // An instance counts as alive from the moment it can serve: it beats as soon as the
     // connection is up (and again after every reconnect), not a heartbeat later.
@@ -346,6 +359,23 @@ export class RedisSessionCluster implements SessionCluster {
   }
 
   private readonly onReady = (): void => void this.heartbeat();
+
+  private tick(): void {
+    const now = Date.now();
+    // Frozen (SIGSTOP, a serverless freeze) or starved past two beats: the bus may have lost what
+    // it carried meanwhile (a half-open connection), so the held copies are checked again.
+    const frozen = this.shared && now - this.tickedAt >= this.heartbeatMs * 2;
+    this.tickedAt = now;
+    void this.heartbeat();
+    if (!this.shared) return;
+    // Started now rather than at the next request, which waits for it (a call waiting for an
+    // answer posted meanwhile gets it without one).
+    if (frozen) {
+      this.busGap = true;
+      this.recheckHeld().catch(() => {}); // the next request checks again
+    }
+    this.bus.tick();
+  }
 
   /** Resolves once Redis answers, this instance's first heartbeat is written and Redis' eviction policy is checked. */
   async ready(timeoutMs?: number): Promise<void> {
@@ -387,8 +417,16 @@ export class RedisSessionCluster implements SessionCluster {
       this.created.delete(sessionId);
       this.held.delete(sessionId);
       this.remember(this.releasing, sessionId);
-      const ended = JSON.stringify({ f: this.instanceId, m: { kind: 'ended', sessionId } satisfies ClusterMessage });
-      await END_SHARED.run(this.client, [this.restoreKey(sessionId), this.ownerKey(sessionId), this.busChannel('*'), ended]);
+      const ended = this.bus.envelope({ kind: 'ended', sessionId });
+      await END_SHARED.run(this.client, [
+        this.restoreKey(sessionId),
+        this.ownerKey(sessionId),
+        this.bus.inboxKey('*'),
+        this.bus.channel('*'),
+        ended,
+        BUS_RETENTION_MS,
+        BUS_MAX_ENTRIES,
+      ]);
       this.releasing.delete(sessionId);
       return true;
     }
@@ -488,31 +526,19 @@ export class RedisSessionCluster implements SessionCluster {
   }
 
   /**
-   * Shared: publishes `message` for the instance `to` (`'*'`: every instance; this one ignores its
-   * own) on `<prefix>bus:<to>`. Pub/sub: an instance that is not connected gets nothing.
+   * Shared: `message` for the instance `to` (`'*'`: every instance; this one ignores its own),
+   * appended to its inbox in Redis (`<prefix>inbox:<to>`, kept {@link BUS_RETENTION_MS}) and
+   * published on `<prefix>bus:<to>` to wake it. Resolves once stored: an instance that is not
+   * connected now reads it when it is back (see {@link SharedBus}).
    */
-  async post(to: string, message: ClusterMessage): Promise<void> {
-    await this.client.publish(this.busChannel(to), JSON.stringify({ f: this.instanceId, m: message }));
+  post(to: string, message: ClusterMessage): Promise<void> {
+    return this.bus.post(to, message);
   }
 
   /** Shared: `listener` gets what other instances {@link post} here (one more Redis connection, subscribed). */
   onMessage(listener: (message: ClusterMessage) => void): void {
-    this.messageListener = listener;
-    if (this.subscriber || this.closed) return;
-    const subscriber = duplicateClient(this.client, { connectionName: 'mcp-kit-bus', enableOfflineQueue: true });
-    this.subscriber = subscriber;
-    subscriber.on('error', () => {}); // reconnects by itself, and subscribes again
-    subscriber.on('close', () => (this.busGap = true));
-    subscriber.on('message', (_channel: string, raw: string) => {
-      let envelope: { f?: string; m?: ClusterMessage };
-      try {
-        envelope = JSON.parse(raw) as { f?: string; m?: ClusterMessage };
-      } catch {
-        return;
-      }
-      if (envelope.f !== this.instanceId && envelope.m) this.messageListener?.(envelope.m);
-    });
-    void subscriber.subscribe(this.busChannel(this.instanceId), this.busChannel('*')).catch(() => {});
+    if (this.closed) return;
+    this.bus.listen(listener, (options) => duplicateClient(this.client, options));
   }
 
   /** Lets go of a session (draining): its owner record goes, its restore record stays for the next instance. */
@@ -539,37 +565,66 @@ export class RedisSessionCluster implements SessionCluster {
   }
 
   /**
-   * Shared. A dropped subscriber connection may have lost an `ended` post (pub/sub keeps nothing
-   * for a subscriber that is away): the request waits for the copies to be checked. Back from a
-   * pause (past two beats) with the connection intact, what was posted meanwhile is still in it:
-   * the check runs beside the request, once per pause, never making a thawed instance (serverless)
-   * wait or fail for it.
+   * Shared. After a gap — the subscriber connection dropped, or this process was frozen or starved
+   * past two beats (its connection may have gone half-open meanwhile, losing what was published
+   * on it), or its beats did not go through — an `ended` post may have been missed live: the
+   * request waits for the copies to be checked (issue 27, item 7), at most `commandTimeoutMs`
+   * (then 503: a possibly deleted session is never served). A check under way is waited for too.
    */
   private sharedGap(): Promise<void> | undefined {
-    if (this.busGap) return this.recheckHeld();
-    if (this.stale() && this.recheckedAt < this.beatSentAt + this.heartbeatMs * 2) {
-      this.recheckedAt = Date.now();
-      this.recheckHeld().catch(() => {}); // the next gap checks again
-    }
-    return undefined;
+    const now = Date.now();
+    // A request served before the timer fired since a freeze finds the freeze itself.
+    const frozen = now - this.tickedAt >= this.heartbeatMs * 2;
+    if (frozen) this.tickedAt = now;
+    const missedBeats = this.stale() && this.recheckedAt < this.beatSentAt + this.heartbeatMs * 2;
+    if (this.busGap || frozen || missedBeats) return this.recheckHeld();
+    return this.rechecking && this.bounded(this.rechecking);
   }
 
   /**
-   * Shared: each copy held here whose record is gone belongs to a session its client deleted
-   * while this instance was away (the `ended` post never arrived), and is let go (the engine drops
-   * it: 404 from then on). After Redis lost its data instead, the records are written back, as at
-   * a beat. Rejects when Redis cannot be asked: a deleted session must not be served blind.
+   * Shared: reads back what the bus kept for this instance while it was away (the messages run
+   * here as if they had come live: an `ended` drops its copy), then lets go of each copy held here
+   * whose record is gone (a session its client deleted while this instance was away, whose `ended`
+   * is no longer kept: the engine drops it, 404 from then on). After Redis lost its data instead,
+   * the records are written back, as at a beat. Rejects when Redis cannot be asked, or does not
+   * answer within `commandTimeoutMs`: a deleted session must not be served blind.
    */
   private recheckHeld(): Promise<void> {
     this.rechecking ??= this.dropDeletedCopies().finally(() => (this.rechecking = undefined));
-    return this.rechecking;
+    return this.bounded(this.rechecking);
+  }
+
+  /** `check`, or a rejection once it took longer than `checkTimeoutMs` (it goes on; the next request waits for it again). */
+  private bounded(check: Promise<void>): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`mcp-kit: Redis did not answer within ${this.checkTimeoutMs} ms to check the sessions held here`)),
+        this.checkTimeoutMs,
+      );
+      timer.unref?.();
+      check.then(resolve, reject).finally(() => clearTimeout(timer));
+    });
   }
 
   private async dropDeletedCopies(): Promise<void> {
-    // Cleared first: a drop while the check runs calls for another one.
-    const subscribed = this.subscriber?.status === 'ready';
-    if (subscribed) this.busGap = false;
-    if (await this.redisLostData()) return this.rewriteRecords();
+    const startedAt = Date.now();
+    // Cleared first: a gap while the check runs calls for another one.
+    this.busGap = false;
+    try {
+      await this.checkHeldCopies();
+    } catch (error) {
+      this.busGap = true;
+      throw error;
+    }
+    // Not subscribed again yet: what is posted from now on is only read back, so the next request checks again.
+    if (!this.bus.synced) this.busGap = true;
+    this.recheckedAt = startedAt;
+  }
+
+  private async checkHeldCopies(): Promise<void> {
+    const lostData = await this.redisLostData();
+    await this.bus.resync();
+    if (lostData) return this.rewriteRecords();
     const ids = [...this.held.keys()];
     for (let i = 0; i < ids.length; i += 1_000) {
       const batch = ids.slice(i, i + 1_000);
@@ -668,7 +723,7 @@ export class RedisSessionCluster implements SessionCluster {
     clearInterval(this.timer);
     this.client.off('ready', this.onReady);
     this.forwarder.close();
-    if (this.subscriber) await this.subscriber.quit().catch(() => this.subscriber?.disconnect());
+    await this.bus.close();
     await this.beating;
     // Sessions their clients deleted here whose release did not go through yet: a last try.
     await Promise.all([...this.releasing].map((id) => this.release(id).catch(() => {})));
@@ -822,10 +877,6 @@ export class RedisSessionCluster implements SessionCluster {
 
   private seenKey(sessionId: string): string {
     return `${this.prefix}seen:${sessionId}`;
-  }
-
-  private busChannel(to: string): string {
-    return `${this.prefix}bus:${to}`;
   }
 
   private instancesKey(): string {

@@ -107,6 +107,31 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     expect(got.a).toEqual([]);
   });
 
+  it('posts are kept until read: every one reaches its instance once and in order while its subscriber connection keeps dropping (issue 27, item 5)', async () => {
+    const a = await shared('a7', 'sk:');
+    const b = await shared('b7', 'sk:');
+    const got: number[] = [];
+    b.onMessage((m) => {
+      if (m.kind === 'answer' && 'result' in m.message) got.push((m.message.result as { n: number }).n);
+    });
+    const posts: Promise<void>[] = [];
+    for (let n = 0; n < 300; n++) {
+      const message: ClusterMessage = { kind: 'answer', sessionId: 's7', message: { jsonrpc: '2.0', id: 'x', result: { n } } };
+      // Every 50 posts b's subscriber is cut (it reconnects by itself): what was published meanwhile is read back.
+      if (n % 50 === 25) await admin.client('KILL', 'TYPE', 'pubsub');
+      posts.push(a.post(n % 2 === 0 ? 'b7' : '*', message));
+      if (n % 10 === 0) await new Promise((r) => setTimeout(r, 5));
+    }
+    await Promise.all(posts);
+    const deadline = Date.now() + 5_000;
+    while (got.length < 300 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 200));
+    // Each inbox keeps its order; the two (b's own and everyone's) interleave.
+    expect([...got].sort((x, y) => x - y)).toEqual(Array.from({ length: 300 }, (_, n) => n));
+    expect(got.filter((n) => n % 2 === 0)).toEqual(Array.from({ length: 150 }, (_, n) => 2 * n));
+    expect(got.filter((n) => n % 2 === 1)).toEqual(Array.from({ length: 150 }, (_, n) => 2 * n + 1));
+  });
+
   it("release (the client's DELETE) deletes the record and tells every other instance", async () => {
     const a = await shared('a4');
     const b = await shared('b4');

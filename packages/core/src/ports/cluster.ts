@@ -135,8 +135,11 @@ export interface SessionCluster {
   readonly shared?: boolean;
   /**
    * Optional, with `shared`: delivers `message` to the instance `to` (`'*'`: every live instance,
-   * this one excepted), whose {@link onMessage} listener gets it. Best effort: an instance that is
-   * gone gets nothing.
+   * this one excepted), whose {@link onMessage} listener gets it once. Resolves only once the
+   * message is kept where `to` finds it even if it does not listen right now (its connection
+   * reconnecting or half-open, the process frozen): a notification alone (pub/sub) is not enough,
+   * it only wakes. Rejects if it could not be kept (the engine answers the POST that carried it
+   * with 503). An instance that is gone for good gets nothing.
    */
   post?(to: string, message: ClusterMessage): Promise<void>;
   /** Optional, with `post`: `listener` gets each message posted to this instance or to all. */

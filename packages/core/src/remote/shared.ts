@@ -18,7 +18,8 @@ import { answerLostStream } from './lost.js';
  * request not running here, and a new log level or resource subscription, which every copy takes.
  *
  * Returns the messages to serve here, and the posts of those that go elsewhere (answers and
- * cancels: a POST that carried one is answered once it is on its way, 503 if it could not be).
+ * cancels: a POST that carried one is answered once its message is kept for the copy that runs the
+ * call, which finds it even if it does not listen right now; 503 if it could not be kept).
  */
 export function routeShared(
   ctx: EngineContext,
