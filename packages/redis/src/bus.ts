@@ -78,6 +78,8 @@ export class SharedBus {
   private syncing: Promise<void> | undefined;
   /** The connection whose ping is awaited. */
   private pinging: Redis | undefined;
+  /** When {@link listen} was first called (`performance.now()`): everyone's inbox is read from then on. */
+  private listenedAt = 0;
   private closed = false;
 
   constructor(
@@ -93,7 +95,7 @@ export class SharedBus {
   ) {
     const inbox = (to: string): Inbox => ({ key: this.inboxKey(to), channel: this.channel(to), cursor: undefined });
     this.inboxes = [inbox(options.instanceId), inbox('*')];
-    // Everything in this instance's own inbox is for it; everyone's is read from its newest entry at the first connection.
+    // Everything in this instance's own inbox is for it; everyone's from when it started to listen (see `listenedSince`).
     this.inboxes[0].cursor = '0-0';
   }
 
@@ -120,6 +122,7 @@ export class SharedBus {
     this.listener = listener;
     if (this.subscriber || this.closed) return;
     this.connect = connect;
+    this.listenedAt = performance.now();
     this.open();
   }
 
@@ -229,8 +232,7 @@ export class SharedBus {
     try {
       this.live = false;
       const [mine, all] = this.inboxes;
-      // Before the first subscribe: what is posted to all after this is read back or heard live.
-      if (all.cursor === undefined) all.cursor = await this.newest(all.key);
+      if (all.cursor === undefined) all.cursor = await this.listenedSince();
       do {
         this.dirty = false;
         const subscriber = this.subscriber;
@@ -262,9 +264,17 @@ export class SharedBus {
     }
   }
 
-  private async newest(key: string): Promise<string> {
-    const [entry] = (await this.options.client.xrevrange(key, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
-    return entry?.[0] ?? '0-0';
+  /**
+   * Where everyone's inbox is read from: the moment {@link listen} was called, on Redis' clock (the
+   * inbox' ids are its times). What was posted to all before this instance listened is not for it
+   * (it held no copy then); what was posted since, while it was not subscribed yet, is (it may
+   * serve a request before its subscriber connects). Redis' time now, less the time elapsed here
+   * since then (the round trip included), is never later than that moment.
+   */
+  private async listenedSince(): Promise<string> {
+    const [seconds, micros] = await this.options.client.time();
+    const redisNow = Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
+    return `${Math.max(0, Math.floor(redisNow - (performance.now() - this.listenedAt)) - 1)}-0`;
   }
 
   private deliver(envelope: Envelope): void {

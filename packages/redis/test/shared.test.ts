@@ -132,6 +132,18 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     expect(got.filter((n) => n % 2 === 1)).toEqual(Array.from({ length: 150 }, (_, n) => 2 * n + 1));
   });
 
+  it('a post to all made the moment an instance starts to listen, before its subscriber is connected, reaches it (issue 27, item 5)', async () => {
+    const a = await shared('a9', 'sl:');
+    const b = await shared('b9', 'sl:');
+    const heard: ClusterMessage[] = [];
+    b.onMessage((m) => heard.push(m));
+    const ended: ClusterMessage = { kind: 'ended', sessionId: 's9' };
+    await a.post('*', ended);
+    const deadline = Date.now() + 3_000;
+    while (heard.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(heard).toEqual([ended]);
+  });
+
   it("release (the client's DELETE) deletes the record and tells every other instance", async () => {
     const a = await shared('a4');
     const b = await shared('b4');
