@@ -1,5 +1,5 @@
 import { eventId, parseEventId } from '../events/ids.js';
-import { answerAndCancel } from '../session/end-calls.js';
+import { answerAndCancel, LOST_EVENTS } from '../session/end-calls.js';
 import { malformedCursor, replayRejection, sendRejection, unavailable } from '../http/errors.js';
 import type { ReplayResult } from '../ports/event-store.js';
 import type { RequestId } from '../ports/mcp.js';
@@ -31,22 +31,17 @@ export async function resume(
     replayedFrames = await ctx.replay(session.sessionId as string, cursor.streamId, cursor.seq);
     if (replayedFrames === undefined) return sendRejection(res, unavailable('the event store'));
   }
+  // The stream ended here but the store lost its end (and what came before it): its calls' answers
+  // are this instance's to tell (a failover to a replica that lacked them).
+  if (replayedFrames.ok && !replayedFrames.complete && !session.activeStream(cursor.streamId)) {
+    if (answerAwaited(ctx, res, session, cursor)) return;
+  }
   if (!replayedFrames.ok) {
     const running = session.activeStream(cursor.streamId);
     if (running?.kind === 'request' && running.pending.size > 0) return endLostCall(ctx, res, session, running);
     if (running?.kind === 'standalone' && replayedFrames.reason === 'unknown') return resumeFromNow(ctx, res, session, running, polling);
     if (replayedFrames.final) return answerLostFinal(ctx, res, session.sessionId as string, replayedFrames.final);
-    // Answered here while its client was away, then lost by the store (Redis restarted empty): the
-    // client hears that under the stream's next event id, and 204 when it comes back from there.
-    const awaited = session.routes.answersAwaited(cursor.streamId);
-    if (awaited && awaited.ids.length > 0) {
-      if (awaited.toldAt === cursor.seq) {
-        session.routes.fetched(cursor.streamId);
-        return res.send(204, {}, undefined);
-      }
-      awaited.toldAt = cursor.seq + 1;
-      return answerLostEvents(ctx, res, session.sessionId as string, awaited.ids, eventId(cursor.streamId, awaited.toldAt));
-    }
+    if (answerAwaited(ctx, res, session, cursor)) return;
     return refuseCursor(ctx, res, session.sessionId as string, cursor.streamId, replayedFrames.reason);
   }
   if (nothingLeft(replayedFrames) && !session.activeStream(cursor.streamId)) {
@@ -75,6 +70,24 @@ export async function resume(
   if (caught.complete) session.routes.fetched(cursor.streamId);
   if (caught.complete || !active) return conn.end();
   session.follow(active, conn, caught.lastSeq);
+}
+
+/**
+ * Answered here while its client was away, then lost by the store (Redis restarted empty, or a
+ * failover to a replica that lacked it): the client hears {@link LOST_EVENTS} under the stream's
+ * next event id, and 204 when it comes back from there. `false` when no such answer is held here.
+ */
+function answerAwaited(ctx: EngineContext, res: CoreResponder, session: Session, cursor: { streamId: string; seq: number }): boolean {
+  const awaited = session.routes.answersAwaited(cursor.streamId);
+  if (!awaited || awaited.ids.length === 0) return false;
+  if (awaited.toldAt === cursor.seq) {
+    session.routes.fetched(cursor.streamId);
+    res.send(204, {}, undefined);
+    return true;
+  }
+  awaited.toldAt = cursor.seq + 1;
+  answerLostEvents(ctx, res, session.sessionId as string, awaited.ids, eventId(cursor.streamId, awaited.toldAt));
+  return true;
 }
 
 /**
@@ -113,12 +126,6 @@ async function catchUp(
   return { lastSeq, complete };
 }
 
-/** What a client hears for a running call whose events the store lost before the client read them. */
-export const LOST_EVENTS = {
-  code: -32603,
-  message:
-    "Internal error: the event store lost this request's events before the client read them (it restarted empty, or evicted them); send the request again",
-};
 
 /**
  * The client comes back for a call that still runs here, but the store no longer has what it

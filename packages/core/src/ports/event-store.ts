@@ -16,6 +16,16 @@ export class StreamTakenOver extends Error {
   override readonly name = 'StreamTakenOver';
 }
 
+/**
+ * Whether `error` is a store's refusal of a frame whose predecessor `missingSeq` it does not hold
+ * (the Redis store's `StreamGap`), by name and field. Passing while that frame's own write is on its
+ * way; for good once the writer had `missingSeq` acknowledged: the store lost it (a failover to a
+ * replica it had not reached), and no later frame of the stream can ever be stored.
+ */
+export function isStreamGap(error: unknown): error is Error & { missingSeq: number } {
+  return error instanceof Error && error.name === 'StreamGap' && typeof (error as { missingSeq?: unknown }).missingSeq === 'number';
+}
+
 /** Whether `error` is a {@link StreamTakenOver}, by name: a store may come with its own copy of this package. */
 export function isStreamTakenOver(error: unknown): boolean {
   return error instanceof Error && error.name === 'StreamTakenOver';

@@ -1,12 +1,12 @@
 import type { ClusterMessage } from '../ports/cluster.js';
-import { answerAndCancel } from '../session/end-calls.js';
+import { answerAndCancel, LOST_EVENTS } from '../session/end-calls.js';
 import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
 import { RECORDED_METHODS } from '../session/record.js';
 import type { Session } from '../session/session.js';
 import { instanceOfTag } from '../session/tags.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
-import { LOST_EVENTS, reportLostEvents } from '../engine/resume.js';
+import { reportLostEvents } from '../engine/resume.js';
 import { answerLostStream } from './lost.js';
 
 /**

@@ -39,6 +39,24 @@ export function stopTakenOverCalls(session: CallsOf, stream: Stream, options: Re
   if (ids.length > 0) cancelCalls(session, ids, 'another instance answered this request');
 }
 
+/** What a client hears for a running call whose events the store lost before the client read them. */
+export const LOST_EVENTS = {
+  code: -32603,
+  message:
+    "Internal error: the event store lost this request's events before the client read them (it restarted empty, or evicted them); send the request again",
+};
+
+/**
+ * The store lost frames of the stream it had acknowledged, so nothing later can be stored: its calls
+ * end now with {@link LOST_EVENTS}, told by this instance to a client that resumes (the answers go
+ * where an answer given while the client was away goes), and their tools are stopped.
+ */
+export function endStoreLostCalls(session: CallsOf, stream: Stream, options: ResolvedOptions): void {
+  const ids = [...stream.pending];
+  options.onError(new Error(`the event store lost acknowledged events of ${ids.length} running request(s); answered with an error`));
+  if (ids.length > 0) void answerAndCancel(session, ids, LOST_EVENTS);
+}
+
 /** What a call hears when the event store stayed down while it sent more than `maxUnstoredBytes`. */
 export function storeDownTooLong(maxUnstoredBytes: number): { code: number; message: string; data: { maxUnstoredBytes: number } } {
   return {
@@ -65,6 +83,7 @@ export function appendHooks(session: CallsOf, options: ResolvedOptions, onFinal:
     onFinal,
     onLost: (stream) => endUnstoredCalls(session, stream, options),
     onTakenOver: (stream) => stopTakenOverCalls(session, stream, options),
+    onStoreLost: (stream) => endStoreLostCalls(session, stream, options),
     abandoned: () => session.closed,
     maxUnstoredBytes: options.maxUnstoredBytes,
     telemetry: options.telemetry,

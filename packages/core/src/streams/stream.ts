@@ -1,6 +1,6 @@
 import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
 import { eventId } from '../events/ids.js';
-import { isStreamTakenOver, type EventStore, type StreamKey } from '../ports/event-store.js';
+import { isStreamGap, isStreamTakenOver, type EventStore, type StreamKey } from '../ports/event-store.js';
 import type { CloseReason } from '../telemetry/events.js';
 import type { TelemetryHub } from '../telemetry/hub.js';
 import { asError } from '../util/errors.js';
@@ -22,6 +22,11 @@ export interface AppendHooks {
   onLost(stream: Stream): void;
   /** The store refused a frame for good ({@link StreamTakenOver}): the stream's calls must stop (once per stream). */
   onTakenOver(stream: Stream): void;
+  /**
+   * The store lost frames it had acknowledged ({@link isStreamGap}): nothing later can be stored, so
+   * the stream's calls must end (once per stream); their answers reach a resume from this instance.
+   */
+  onStoreLost(stream: Stream): void;
   /** Frames waiting through an outage are given up on once this says so (the session ended). */
   abandoned(): boolean;
   maxUnstoredBytes: number;
@@ -61,6 +66,8 @@ export class Stream {
   private tail: Promise<void> | undefined;
   /** A frame of it could not be stored: later ones are tried once, and the client reads what the store has. */
   private broken = false;
+  /** The last frame the store acknowledged (they are stored in order). */
+  private storedSeq = 0;
   /** Bytes of frames handed to the store and not stored yet: through an outage they wait here, in order. */
   private unstoredBytes = 0;
   /** More than `maxUnstoredBytes` waited through an outage: its calls were ended; notifications are dropped. */
@@ -193,6 +200,7 @@ export class Stream {
       stored = Promise.reject(error);
     }
     if (stored === undefined && this.tail === undefined) {
+      this.storedSeq = seq;
       this.conn?.write(frame, seq);
       if (final) hooks.onFinal(this);
       return RESOLVED;
@@ -208,11 +216,16 @@ export class Stream {
     const goOn = (error: unknown) => !this.broken && !isStreamTakenOver(error) && !hooks.abandoned();
     const tail = (this.tail ?? RESOLVED)
       .then(() => first)
-      .then((error) => (error === undefined || !goOn(error) ? error : retriedWhile(attempt, error, goOn)))
+      .then((error) =>
+        // A gap the first try saw may be the frame before still on its way; one a retry sees is not.
+        error === undefined || !goOn(error) ? error : retriedWhile(attempt, error, (e) => goOn(e) && (e === error || !this.lostByStore(e))),
+      )
       .then((error) => {
         this.unstoredBytes -= frame.length;
-        if (error === undefined) this.conn?.write(frame, seq);
-        else this.unstored(error, hooks);
+        if (error === undefined) {
+          this.storedSeq = seq;
+          this.conn?.write(frame, seq);
+        } else this.unstored(error, hooks);
         if (final) hooks.onFinal(this);
         if (this.tail === tail) this.tail = undefined;
       });
@@ -222,11 +235,20 @@ export class Stream {
 
   /** A frame the store would not take: not sent; the client resumes from what the store has. */
   private unstored(error: unknown, hooks: AppendHooks): void {
-    if (!this.broken) {
-      if (isStreamTakenOver(error)) hooks.onTakenOver(this);
-      else hooks.onError(asError(error, 'event store append failed until its session ended; frame not sent'));
-    }
+    const first = !this.broken;
     this.broken = true;
     this.conn?.end(this.conn.pace ?? this.retryMs, 'server-close');
+    if (!first) return;
+    if (isStreamTakenOver(error)) hooks.onTakenOver(this);
+    else if (this.lostByStore(error)) {
+      // The client reads what is left from the store, then its calls' answers from this instance.
+      this.conn = undefined;
+      hooks.onStoreLost(this);
+    } else hooks.onError(asError(error, 'event store append failed until its session ended; frame not sent'));
+  }
+
+  /** A gap the store reports before a frame it had acknowledged: it lost data, for good. */
+  private lostByStore(error: unknown): boolean {
+    return isStreamGap(error) && error.missingSeq <= this.storedSeq;
   }
 }
