@@ -68,7 +68,7 @@ export interface Instance {
 export function instance(name: string, port: number, env: Record<string, string>, app: ExampleAppName = 'express-example'): Instance {
   let current = port;
   // MCP_KIT_CLUSTER=shared runs a cluster suite in the other mode (issue 21): no internalUrl.
-  if (CLUSTER_MODE === 'shared' && env.REDIS_URL && env.CLUSTER === undefined) env = { ...env, CLUSTER: 'shared' };
+  if (CLUSTER_MODE === 'shared' && (env.REDIS_URL || env.REDIS_SENTINELS) && env.CLUSTER === undefined) env = { ...env, CLUSTER: 'shared' };
   let child: ChildProcess | undefined;
   let output = '';
   let runStart = 0;

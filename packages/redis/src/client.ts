@@ -1,6 +1,28 @@
 import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 
+/**
+ * A primary with replicas behind Redis Sentinel: the client asks the Sentinels where the primary
+ * is, and again after each lost connection, so it follows a failover (`createRedisClient`'s
+ * reconnects find the promoted replica once the Sentinels name it).
+ */
+export interface RedisSentinelTarget {
+  /** Some or all of the Sentinels, e.g. `[{ host: 'sentinel-0', port: 26379 }]`. */
+  sentinels: Array<{ host: string; port: number }>;
+  /** The name the Sentinels monitor the primary under (`sentinel monitor <name> …`). */
+  name: string;
+  /** For the primary (`AUTH`); the Sentinels' own are `sentinelUsername` / `sentinelPassword`. */
+  username?: string;
+  password?: string;
+  sentinelUsername?: string;
+  sentinelPassword?: string;
+  db?: number;
+  /** TLS to the primary; `enableTLSForSentinelMode` and `sentinelTLS` for the Sentinels (ioredis' options). */
+  tls?: RedisOptions['tls'];
+  enableTLSForSentinelMode?: boolean;
+  sentinelTLS?: RedisOptions['sentinelTLS'];
+}
+
 /** How a client this package creates behaves when Redis is down or slow. */
 export interface RedisClientOptions {
   /**
@@ -25,10 +47,14 @@ export interface RedisClientOptions {
  * - Commands sent while a connection that was reset is made again wait for it
  *   ({@link rideOutReconnects}) instead of failing with "Stream isn't writeable": a new call's
  *   `POST` no longer gets a 503 because one connection dropped.
+ *
+ * `target` is a `redis://` URL, or the Sentinels of a primary with replicas
+ * ({@link RedisSentinelTarget}): the same settings, and each reconnect asks the Sentinels where the
+ * primary is now, so a failover is an outage of a few seconds like a restart.
  */
-export function createRedisClient(url: string, options: RedisClientOptions = {}): Redis {
+export function createRedisClient(target: string | RedisSentinelTarget, options: RedisClientOptions = {}): Redis {
   const commandTimeoutMs = options.commandTimeoutMs ?? 2_000;
-  const client = new Redis(url, {
+  const settings: RedisOptions = {
     enableOfflineQueue: false,
     // In-flight commands fail at the first disconnect instead of being replayed later, out of order.
     maxRetriesPerRequest: 0,
@@ -36,7 +62,12 @@ export function createRedisClient(url: string, options: RedisClientOptions = {})
     socketTimeout: commandTimeoutMs,
     retryStrategy: (times) => Math.min(100 * times, 2_000),
     connectionName: options.connectionName,
-  });
+  };
+  const client =
+    typeof target === 'string'
+      ? new Redis(target, settings)
+      : // A Sentinel that does not answer is skipped for the next one after the same timeout.
+        new Redis({ ...settings, ...target, sentinelCommandTimeout: commandTimeoutMs });
   // Connection errors surface on the commands that fail (as 503s and `onError`); an unhandled
   // 'error' event would crash the process.
   client.on('error', () => {});

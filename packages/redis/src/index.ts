@@ -8,6 +8,6 @@ export type { ClusterMode } from './mode.js';
 export { createRedisScaleOut } from './scale-out.js';
 export type { RedisScaleOut, RedisScaleOutOptions } from './scale-out.js';
 export { createRedisClient, whenReady } from './client.js';
-export type { RedisClientOptions } from './client.js';
+export type { RedisClientOptions, RedisSentinelTarget } from './client.js';
 export { HttpForwarder } from './forward.js';
 export type { ForwarderOptions } from './forward.js';

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { createRedisClient } from './client.js';
+import { createRedisClient, type RedisSentinelTarget } from './client.js';
 import { RedisSessionCluster, type RedisSessionClusterOptions } from './cluster.js';
 import type { OwnerFence } from './fence.js';
 import { clusterMode } from './mode.js';
@@ -11,8 +11,10 @@ export interface RedisScaleOutOptions
     Omit<RedisEventStoreOptions, 'client' | 'url'>,
     Omit<RedisSessionClusterOptions, 'client' | 'url'>,
     Omit<RedisTaskStoreOptions, 'client' | 'url'> {
-  /** Redis to connect to, e.g. `process.env.REDIS_URL`. Give this or `client`. */
+  /** Redis to connect to, e.g. `process.env.REDIS_URL`. Give this, `sentinel` or `client`. */
   url?: string;
+  /** A primary with replicas behind Redis Sentinel, instead of `url`: the connections follow a failover. */
+  sentinel?: RedisSentinelTarget;
   /** An ioredis client to share instead of `url`; not closed by `McpHandler.close()`. */
   client?: Redis;
 }
@@ -47,13 +49,17 @@ export interface RedisScaleOut {
  * ```
  */
 export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOut {
-  if (!options.client && !options.url)
-    throw new TypeError('createRedisScaleOut: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
+  if (!options.client && !options.url && !options.sentinel)
+    throw new TypeError('createRedisScaleOut: give `url` (e.g. process.env.REDIS_URL), `sentinel` or an ioredis `client`');
   // Checked before anything connects: a refused internalUrl leaves no connection behind.
   const { mode } = clusterMode(options, 'createRedisScaleOut');
   const owns = !options.client;
   const client =
-    options.client ?? createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit' });
+    options.client ??
+    createRedisClient(options.sentinel ?? (options.url as string), {
+      commandTimeoutMs: options.commandTimeoutMs,
+      connectionName: 'mcp-kit',
+    });
   // The handler closes the cluster first, then the store: the store closes the shared connection.
   const cluster = new RedisSessionCluster({ ...options, mode, client, ownsClient: false });
   const taskStore = new RedisTaskStore({ ...options, client, ownsClient: false });
