@@ -291,6 +291,10 @@ export class RedisSessionCluster implements SessionCluster {
   private generation: string | undefined;
   /** When this instance found Redis' data lost (a new generation), if it ever did. */
   private dataLostAt: number | undefined;
+  /** The connection to Redis was lost (closed) since it was last ready. */
+  private cutOff = false;
+  /** When the connection was last ready again after it was lost: peers get a window to beat again (see {@link isAlive}). */
+  private backAt: number | undefined;
   /** The generation in which this instance's owner records were last all written (by a beat): the fence's (see fence.ts). */
   private recordsGeneration: string | undefined;
   private closed = false;
@@ -355,10 +359,17 @@ export class RedisSessionCluster implements SessionCluster {
     // An instance counts as alive from the moment it can serve: it beats as soon as the
     // connection is up (and again after every reconnect), not a heartbeat later.
     this.client.on('ready', this.onReady);
+    this.client.on('close', this.onClose);
     void this.heartbeat();
   }
 
-  private readonly onReady = (): void => void this.heartbeat();
+  private readonly onReady = (): void => {
+    if (this.cutOff) this.backAt = Date.now();
+    this.cutOff = false;
+    void this.heartbeat();
+  };
+
+  private readonly onClose = (): void => void (this.cutOff = true);
 
   private tick(): void {
     const now = Date.now();
@@ -722,6 +733,7 @@ export class RedisSessionCluster implements SessionCluster {
     this.closed = true;
     clearInterval(this.timer);
     this.client.off('ready', this.onReady);
+    this.client.off('close', this.onClose);
     this.forwarder.close();
     await this.bus.close();
     await this.beating;
@@ -745,6 +757,13 @@ export class RedisSessionCluster implements SessionCluster {
     const cached = this.liveness.get(instanceId);
     if (cached && now - cached.at < this.heartbeatMs / 2) return cached.alive;
     const alive = (await this.client.exists(this.instanceKey(instanceId))) === 1;
+    // Back from an outage (a failover, a restart): peers cut off with this instance had their keys
+    // expire though they live, and beat again once their own connections are back, maybe a little
+    // after this one's. Until they had a whole window for it, none counts as gone: a request for
+    // its session is forwarded to it, and one that died meanwhile is taken over when the window
+    // ends. An outage is no instance's death (issue 27: after a Sentinel failover, peers took over
+    // live sessions and answered their running calls with the lost-instance error).
+    if (!alive && this.backAt !== undefined && now - this.backAt < this.ownerTimeoutMs) return true;
     if (this.liveness.size > 1_000) this.liveness.clear();
     this.liveness.set(instanceId, { alive, at: now });
     return alive;

@@ -1,0 +1,175 @@
+/**
+ * A Sentinel failover (issue 27): a Redis primary, its replica and three Sentinels from the same
+ * `redis-server` binary (tests/support/sentinel.ts); three express-example instances find the
+ * primary through the Sentinels (`REDIS_SENTINELS`, `REDIS_SENTINEL_NAME`), behind the round-robin
+ * proxy; SDK v1 clients with their default settings (two failed reconnects and they stop
+ * listening; the SDK's 60 s request timeout) poll long_task with closeEvery. While every client is
+ * away polling, the primary is killed (SIGKILL) and the Sentinels promote the replica (1.7–3.1 s:
+ * 1 s to count it down, then the vote). Before issue 27: 11–15 of ~38 calls hung to their timeout,
+ * 2 of 2 runs, every client that was away when the primary died. Then, before the redis cluster
+ * gave its peers a window to beat again after its own connection came back: 3 of 11 runs (36
+ * clients) had the first instance back take over the sessions of peers not back yet (their
+ * heartbeat keys expired during the failover), and 6 to 32 calls ended with the lost-instance error.
+ *
+ * The audit, as in redis-outage.test.ts: no call is left to its timeout; each completes with every
+ * step once and in order, or ends with the documented lost-events error (replication is
+ * asynchronous: the promoted replica may lack the last frames the old primary acknowledged); no
+ * live session hears 404; no 5xx but 502/503; every connection of the instances (commands, bus,
+ * tails) is on the new primary; afterwards every session takes another call. LONG=1 (`pnpm
+ * test:chaos`): 36 clients.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '../support/cluster.js';
+import { freePort } from '../support/redis.js';
+import { redisCommand } from '../support/redis-command.js';
+import { SENTINEL_NAME, startSentinels, type TestSentinels } from '../support/sentinel.js';
+import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '../cluster/clients.js';
+
+const CLIENTS = process.env.LONG === '1' ? 36 : 12;
+const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
+const TASK: LongTask = { steps: 30, intervalMs: 100, closeEvery: 5, retryMs: 700 };
+/** The SDK's own default request timeout: a call still unanswered then was left to it. */
+const CLIENT_TIMEOUT_MS = 60_000;
+/** The documented error of a call whose events the store lost. */
+const LOST_EVENTS = 'the event store lost this request';
+
+let sentinels: TestSentinels | undefined;
+let instances: Instance[] = [];
+let proxy: RoundRobinProxy | undefined;
+let clients: ClusterClient[] = [];
+
+afterEach(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  clients = [];
+  await proxy?.close();
+  proxy = undefined;
+  for (const i of instances) await i.stop('SIGKILL');
+  instances = [];
+  await sentinels?.close();
+  sentinels = undefined;
+});
+
+/** The instances' Redis connections on the server at `port`, by name (`mcp-kit`, `mcp-kit-bus`, `mcp-kit-tails`). */
+async function connectionsOn(port: number): Promise<Map<string, number>> {
+  const list = String(await redisCommand(port, 'CLIENT', 'LIST'));
+  const names = new Map<string, number>();
+  for (const line of list.split('\n')) {
+    const name = /\bname=(mcp-kit\S*)/.exec(line)?.[1];
+    if (name) names.set(name, (names.get(name) ?? 0) + 1);
+  }
+  return names;
+}
+
+interface Outcome {
+  client: ClusterClient;
+  steps: number[];
+  ms: number;
+  result?: unknown;
+  error?: string;
+}
+
+async function call(c: ClusterClient): Promise<Outcome> {
+  const started = Date.now();
+  try {
+    const r = await c.callLongTask(TASK, { timeoutMs: CLIENT_TIMEOUT_MS });
+    return { client: c, steps: [...c.steps], ms: Date.now() - started, result: r.content };
+  } catch (error) {
+    return { client: c, steps: [...c.steps], ms: Date.now() - started, error: String(error) };
+  }
+}
+
+/**
+ * The scenario and its audit; with `replicationLagMs`, the replica gets the primary's writes that
+ * much late, so the promoted replica lacks what the primary acknowledged last.
+ */
+async function failover(options: { replicationLagMs?: number } = {}): Promise<void> {
+  sentinels = await startSentinels(options);
+  const env = { ...ENV, REDIS_SENTINELS: sentinels.sentinelsEnv, REDIS_SENTINEL_NAME: SENTINEL_NAME };
+  for (let i = 0; i < 3; i++) instances.push(instance(`node-${i}`, await freePort(), env));
+  await Promise.all(instances.map((i) => i.start()));
+  proxy = await roundRobinProxy(instances.map((i) => i.port));
+  for (let i = 0; i < CLIENTS; i++) clients.push(await connectClient(proxy.url, `v1-${i}`));
+
+  const calls = clients.map(call);
+  // Every client was just sent away after step 5 (closeEvery 5): the primary dies while they poll.
+  await stepsReached(clients, 5);
+  const before = await connectionsOn(sentinels.firstPrimaryPort);
+  const from = proxy.log.length;
+  const outputFrom = instances.map((i) => i.output.length);
+  const killedAt = Date.now();
+  await sentinels.killPrimary();
+  const newPrimary = await sentinels.promoted();
+  const promotedMs = Date.now() - killedAt;
+  const outcomes = await Promise.all(calls);
+
+  const requests = proxy.log.slice(from);
+  const statuses = new Map<number, number>();
+  for (const r of requests) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+  const failed = outcomes.filter((o) => o.error !== undefined);
+  const timeline = (c: ClusterClient) =>
+    requests
+      .filter((q) => q.sessionId === c.sessionId)
+      .map((q) => `${q.method} ${q.kind} ${q.lastEventId?.slice(-8) ?? ''} → ${q.status} ${q.servedBy ?? ''}`)
+      .join('; ');
+  console.log(
+    `[sentinel failover${options.replicationLagMs ? `, replication ${options.replicationLagMs} ms late` : ''}, ${CLUSTER_MODE}] promoted in ${promotedMs} ms; ${outcomes.length} calls: ` +
+      `${outcomes.length - failed.length} completed, ${failed.length} ended otherwise; slowest ${Math.max(...outcomes.map((o) => o.ms))} ms; ` +
+      `statuses since the kill: ${[...statuses].map(([st, n]) => `${st}×${n}`).join(' ')}`,
+  );
+  for (const o of failed)
+    console.log(`  ${o.client.name}: ${o.error} after ${o.ms} ms, steps ${o.steps.join(',')}\n    ${timeline(o.client)}`);
+
+  const outputs = () => instances.map((i) => `--- ${i.name} ---\n${i.output.slice(-3_000)}`).join('\n');
+  for (const o of outcomes) {
+    const name = o.client.name;
+    if (o.error === undefined) {
+      expect(o.result, name).toEqual([{ type: 'text', text: `completed ${TASK.steps} steps` }]);
+      expect(o.steps, name).toEqual(oneTo(TASK.steps));
+    } else {
+      // Only the documented error, never the client's own timeout; the steps heard before it in order.
+      expect(o.error, `${name} after ${o.ms} ms: ${timeline(o.client)}\n${outputs()}`).toContain(LOST_EVENTS);
+      expect(o.steps, name).toEqual(oneTo(o.steps.length));
+    }
+  }
+  expect([...statuses.keys()].filter((st) => st >= 500 && st !== 502 && st !== 503)).toEqual([]);
+  expect(requests.filter((r) => r.status === 404)).toEqual([]);
+  // Forwarding: every instance lived through the failover, so no session changed hands. (Before,
+  // the first instance back took over the sessions of peers not back yet, whose heartbeat keys
+  // had expired during the failover, and answered their calls with the lost-instance error.)
+  if (CLUSTER_MODE === 'forward') {
+    const restored = instances.flatMap((i, n) => i.output.slice(outputFrom[n]).match(/restored session \S+/g) ?? []);
+    expect(restored, outputs()).toEqual([]);
+  }
+
+  // Afterwards every session takes another call, on the promoted replica.
+  for (const c of clients) {
+    const r = await c.callLongTask({ steps: 3, intervalMs: 10 }, { timeoutMs: CLIENT_TIMEOUT_MS });
+    expect(r.content, c.name).toEqual([{ type: 'text', text: 'completed 3 steps' }]);
+  }
+  // Every connection the instances had on the old primary (commands, and the bus and tails
+  // subscribers the cluster duplicates from it) is on the new one.
+  const after = await connectionsOn(newPrimary);
+  const named = (m: Map<string, number>) => [...m].map(([name, n]) => `${name}×${n}`).join(' ');
+  console.log(`  connections on the old primary before: ${named(before)}; on the promoted replica after: ${named(after)}`);
+  for (const [name, n] of before) expect(after.get(name) ?? 0, `${name} connections on the promoted replica`).toBeGreaterThanOrEqual(n);
+  for (const i of instances) expect(i.alive, i.name).toBe(true);
+}
+
+describe('a Sentinel failover: the primary killed while the clients poll', () => {
+  it('no call waits for its timeout: each completes with every step once and in order, or ends with the lost-events error', async () => {
+    await failover();
+  }, 90_000);
+
+  // Replication is asynchronous: the promoted replica lacks the frames the primary acknowledged in
+  // its last 300 ms, and the Redis store's APPEND refuses every later frame of those streams ("frame
+  // N of this stream is not stored yet"), however often it is tried. Run with
+  // SENTINEL_REPLICATION_LAG=1 until core's streams end such a call with the lost-events error
+  // instead of retrying it for as long as the session lives (its client is left to its timeout).
+  it.runIf(process.env.SENTINEL_REPLICATION_LAG === '1')(
+    'replication 300 ms late: the calls whose acknowledged frames the promoted replica lacks end with the lost-events error',
+    async () => {
+      await failover({ replicationLagMs: 300 });
+    },
+    90_000,
+  );
+});
