@@ -196,6 +196,30 @@ function refusedForGood(error: unknown): StreamTakenOver | undefined {
   return error instanceof Error && TAKEN_OVER.test(error.message) ? new StreamTakenOver(error.message) : undefined;
 }
 
+/**
+ * APPEND's refusal of a frame whose predecessor is not in the stream; `missingSeq` is the first
+ * frame missing. Passing while that frame's own write is still on its way (appends are pipelined:
+ * the next frame's first try may reach Redis before its predecessor's retry). For good once the
+ * writer had `missingSeq` acknowledged: Redis lost it (a failover to a replica it had not reached
+ * yet, replication being asynchronous), and every later frame of the stream is refused the same way.
+ * The writer tells which; core knows this error by its name, as it knows `StreamTakenOver`.
+ */
+export class StreamGap extends Error {
+  override readonly name = 'StreamGap';
+  constructor(
+    message: string,
+    readonly missingSeq: number,
+  ) {
+    super(message);
+  }
+}
+
+/** A {@link StreamGap} for APPEND's "frame N of this stream is not stored yet"; `undefined` for any other error. */
+function streamGap(error: unknown): StreamGap | undefined {
+  const missing = error instanceof Error ? /frame (\d+) of this stream is not stored yet/.exec(error.message) : null;
+  return missing ? new StreamGap((error as Error).message, Number(missing[1])) : undefined;
+}
+
 /** Frames a tail may hold while it reads a gap from Redis; past it the tail ends and the client resumes. */
 const MAX_PENDING = 10_000;
 
@@ -337,7 +361,7 @@ export class RedisEventStore implements EventStore {
       ]);
     } catch (error) {
       // Refused for good, not an outage: the writer stops instead of retrying (issue 27, item 9).
-      throw refusedForGood(error) ?? error;
+      throw refusedForGood(error) ?? streamGap(error) ?? error;
     }
   }
 
