@@ -80,6 +80,8 @@ const SHARED_CLUSTER_TESTS = [
   'tests/faults/command-faults.test.ts',
   // Redis down 1 s, 5 s and 30 s (issue 27): resumes sent back to come later, appends held in order.
   'tests/faults/redis-outage.test.ts',
+  // A Sentinel failover (issue 27): the bus and tail subscribers follow the promotion too.
+  'tests/faults/sentinel-failover.test.ts',
 ];
 
 /**
