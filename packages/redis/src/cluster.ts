@@ -225,6 +225,19 @@ return 1`,
   3,
 );
 
+// KEYS: none (the owner keys are built from ARGV[2]). ARGV: me, owner key prefix, then session ids.
+// close(): deletes the owner records that still name this instance; one a peer took over stays
+// the peer's (issue 27, item 10).
+const RELEASE_OWNED = new LuaScript(
+  `for i = 3, #ARGV do
+  local key = ARGV[2] .. ARGV[i]
+  local raw = redis.call('GET', key)
+  if raw and cjson.decode(raw).i == ARGV[1] then redis.call('DEL', key) end
+end
+return 1`,
+  0,
+);
+
 // KEYS: restore record, owner record, the inbox of all instances. ARGV: its channel, the 'ended'
 // message, the bus' retention and max entries.
 // Shared: the client's DELETE. The record goes and every instance is told in one step, so a copy
@@ -283,8 +296,12 @@ export class RedisSessionCluster implements SessionCluster {
   private readonly liveness = new Map<string, { alive: boolean; at: number }>();
   private readonly timer: ReturnType<typeof setInterval>;
   private beating: Promise<void> | undefined;
-  /** A claim found our instance key gone: the next beat rewrites every owner record. */
-  private reclaim = false;
+  /**
+   * Full checks of every owner record asked for (our instance key was found gone, by a beat or a
+   * claim), and how many of them a beat that went through did: the next beat does them while fewer.
+   */
+  private reclaimAsked = 0;
+  private reclaimDone = 0;
   /** When the last beat that went through (owner records checked) was sent. */
   private beatSentAt = Date.now();
   /** Redis' data generation this instance last saw (`<prefix>generation`): a new one means Redis lost its data. */
@@ -412,8 +429,9 @@ export class RedisSessionCluster implements SessionCluster {
     const lost = results?.[0]?.[1] === null && this.owned.size > 0;
     this.owned.set(sessionId, { record, refreshedAt: Date.now() });
     if (lost) {
-      this.reclaim = true;
-      void this.heartbeat();
+      this.reclaimAsked++;
+      // A beat under way may have read its records before Redis lost them: then one more.
+      void this.heartbeat().then(() => (this.reclaimDone < this.reclaimAsked ? this.heartbeat() : undefined));
     }
   }
 
@@ -739,9 +757,11 @@ export class RedisSessionCluster implements SessionCluster {
     await this.beating;
     // Sessions their clients deleted here whose release did not go through yet: a last try.
     await Promise.all([...this.releasing].map((id) => this.release(id).catch(() => {})));
-    const keys = [this.instanceKey(this.instanceId), ...[...this.owned.keys()].map((id) => this.ownerKey(id))];
+    const owned = [...this.owned.keys()];
     this.owned.clear();
-    await this.client.del(...keys).catch(() => {});
+    for (let i = 0; i < owned.length; i += 1_000)
+      await RELEASE_OWNED.run(this.client, [this.instanceId, this.ownerKey(''), ...owned.slice(i, i + 1_000)]).catch(() => {});
+    await this.client.del(this.instanceKey(this.instanceId)).catch(() => {});
     await this.client.zrem(this.instancesKey(), this.instanceId).catch(() => {});
     if (this.ownsClient) await this.client.quit().catch(() => this.client.disconnect());
   }
@@ -795,8 +815,9 @@ export class RedisSessionCluster implements SessionCluster {
     const now = Date.now();
     // Our key was gone, so our owner records may be too (Redis restarted): write them all again,
     // at this beat or, if it fails midway, the next.
-    const all = previous === null || this.reclaim;
-    if (previous === null) this.reclaim = true;
+    if (previous === null) this.reclaimAsked++;
+    const asked = this.reclaimAsked;
+    const all = this.reclaimDone < asked;
     if (!this.ownHopSecret && (all || this.hopSecret === undefined)) await this.shareHopSecret();
     const lostData = all && (await this.redisLostData());
     // Back after our key expired, with Redis' data intact (or at a refresh), a missing owner record
@@ -814,7 +835,7 @@ export class RedisSessionCluster implements SessionCluster {
       for (const [, o] of batch) o.refreshedAt = now;
       for (const id of lost) this.letGo(id);
     }
-    if (all) this.reclaim = false;
+    if (all) this.reclaimDone = asked;
     this.beatSentAt = sentAt;
     if (all) this.recordsGeneration = this.generation;
   }

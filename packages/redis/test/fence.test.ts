@@ -119,6 +119,15 @@ describe('a stale owner writes nothing in a session that is not its own any more
     const c = await instance('c-f3', 'f3:');
     expect(await c.cluster.takeOver(key.sessionId, undefined)).toBeUndefined();
   });
+  it("closing (a shutdown without drain) deletes the owner records that name it, never the peer's", async () => {
+    const { a, key } = await takenOverFromStaleA('f4');
+    // A session A still owns (its record names A, written as a claim would).
+    await admin.set('f4:owner:sess-f4-own', JSON.stringify({ i: 'a-f4', u: 'http://a-f4.internal/mcp', p: null }));
+    (a.cluster as unknown as { owned: Map<string, unknown> }).owned.set('sess-f4-own', { record: '{}', refreshedAt: Date.now() });
+    await a.cluster.close();
+    expect(JSON.parse((await admin.get(`f4:owner:${key.sessionId}`))!).i).toBe('b-f4');
+    expect(await admin.exists('f4:owner:sess-f4-own')).toBe(0);
+  });
 });
 
 describe('after Redis lost its data (restarted empty)', () => {
