@@ -237,8 +237,12 @@ export class SharedBus {
         this.dirty = false;
         const subscriber = this.subscriber;
         if (!this.subscribed && subscriber?.status === 'ready') {
-          await subscriber.subscribe(mine.channel, all.channel);
-          if (this.subscriber === subscriber && subscriber.status === 'ready') this.subscribed = true;
+          try {
+            await subscriber.subscribe(mine.channel, all.channel);
+            if (this.subscriber === subscriber && subscriber.status === 'ready') this.subscribed = true;
+          } catch {
+            // The connection dropped again: the inboxes are read all the same; its next `ready` subscribes.
+          }
         }
         // Subscribed before reading: whatever is posted from now on is heard live, or read here.
         for (const inbox of this.inboxes) await this.read(inbox);

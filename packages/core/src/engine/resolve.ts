@@ -30,6 +30,8 @@ export function resolveSession(
   req: CoreRequest,
   /** For a DELETE: in a shared cluster a copy held here is ended without asking Redis first (see below). */
   deleting = false,
+  /** The cluster has checked, since this request came, which sessions are still this instance's. */
+  confirmed = false,
 ): SessionResolution | Promise<SessionResolution> {
   const id = header(req.headers, 'mcp-session-id');
   if (id === undefined || id === '') {
@@ -54,7 +56,9 @@ export function resolveSession(
   // A shared cluster's check only drops copies of sessions deleted elsewhere meanwhile: a DELETE
   // ends its copy without it (ending a session twice is harmless), so that Redis being down does
   // not keep the session alive here; the end is owed to Redis until it takes it (issue 27, item 3).
-  const checking = deleting && ctx.options.cluster?.shared ? undefined : ctx.options.cluster?.confirmOwnership?.();
+  // One check per request: after a gap that is not over yet (a shared cluster's bus connection
+  // still down), the cluster would ask for another at once, and the request would never be served.
+  const checking = confirmed || (deleting && ctx.options.cluster?.shared) ? undefined : ctx.options.cluster?.confirmOwnership?.();
   if (checking) return afterOwnershipCheck(ctx, req, checking, deleting);
   if (session.principal !== undefined && session.principal !== principalOf(req.authInfo)) return rejected(foreignPrincipal());
   const version = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), ctx.supportedVersions);
@@ -76,5 +80,5 @@ async function afterOwnershipCheck(
     ctx.options.onError(asError(error, 'cluster ownership check failed'));
     return rejected(unavailable('the session directory'));
   }
-  return resolveSession(ctx, req, deleting);
+  return resolveSession(ctx, req, deleting, true);
 }
