@@ -126,7 +126,6 @@ async function catchUp(
   return { lastSeq, complete };
 }
 
-
 /**
  * The client comes back for a call that still runs here, but the store no longer has what it
  * missed (Redis restarted empty, or evicted the stream): the rest can never reach it in order.
