@@ -249,6 +249,38 @@ return 1`,
   3,
 );
 
+// KEYS: restore record. ARGV: the record as last read, the record to save instead, its ttl.
+// Shared: one change (a subscription added or removed, a log level) applied to the record as it is
+// in Redis, never to a copy's stale view of it: a compare-and-set, so two copies saving at once both
+// keep their change. Returns 1 once saved, 0 when the record is gone (the session was deleted: not
+// brought back), or the record as it is now, for the change to be applied to it again.
+const UPDATE_SHARED = new LuaScript(
+  `local current = redis.call('GET', KEYS[1])
+if not current then return 0 end
+if current ~= ARGV[1] then return current end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1`,
+  1,
+);
+
+/** Applies the client's `change` (one of the recorded methods) to a saved record, in place. */
+function applyChange(record: RestoreRecord, change: { method: string; params?: Record<string, unknown> }): void {
+  const uri = change.params?.uri;
+  if (change.method === 'logging/setLevel') record.loggingLevel = change.params;
+  else if (typeof uri !== 'string') return;
+  else if (change.method === 'resources/subscribe') {
+    // By URI, in the order they came (as `SessionRecord` keeps them): a repeated subscribe replaces its params.
+    const subscriptions = record.subscriptions ?? [];
+    const at = subscriptions.findIndex((s) => s.uri === uri);
+    if (at >= 0) subscriptions[at] = change.params!;
+    else subscriptions.push(change.params!);
+    record.subscriptions = subscriptions;
+  } else if (change.method === 'resources/unsubscribe' && record.subscriptions) {
+    record.subscriptions = record.subscriptions.filter((s) => s.uri !== uri);
+    if (record.subscriptions.length === 0) delete record.subscriptions;
+  }
+}
+
 interface OwnerRecord {
   /** instance id */
   i: string;
@@ -475,9 +507,16 @@ export class RedisSessionCluster implements SessionCluster {
   }
 
   /** Keeps what restores the session elsewhere beside its owner record (`<prefix>restore:<id>`), for `ttlMs`. */
-  async saveRecord(sessionId: string, record: RestoreRecord, ttlMs: number): Promise<void> {
+  async saveRecord(
+    sessionId: string,
+    record: RestoreRecord,
+    ttlMs: number,
+    change?: { method: string; params?: Record<string, unknown> },
+  ): Promise<void> {
     if (this.shared) {
       const mine = this.created.has(sessionId);
+      // Several copies may change the record at once: each applies its own change to it in Redis.
+      if (change && !mine) return this.updateShared(sessionId, change, ttlMs);
       const principal = this.created.get(sessionId) ?? '';
       const saved = await SAVE_SHARED.run(this.client, [
         this.restoreKey(sessionId),
@@ -495,6 +534,33 @@ export class RedisSessionCluster implements SessionCluster {
     const saved = JSON.stringify({ p: principal, r: record });
     const keys = [this.ownerKey(sessionId), this.restoreKey(sessionId), this.generationKey()];
     await SAVE_RECORD.run(this.client, [...keys, this.instanceId, saved, ttlMs, this.fenceGeneration]);
+  }
+
+  /**
+   * Shared: applies the client's `change` to the record as it is in Redis (not to this copy's view
+   * of it, which may lack what another copy changed a moment ago), with a compare-and-set that is
+   * tried again on the record that won. A record that is gone stays gone (its session was deleted).
+   */
+  private async updateShared(
+    sessionId: string,
+    change: { method: string; params?: Record<string, unknown> },
+    ttlMs: number,
+  ): Promise<void> {
+    const key = this.restoreKey(sessionId);
+    let current: unknown = this.held.get(sessionId)?.saved ?? (await this.client.get(key));
+    for (let attempt = 0; attempt < 50; attempt++) {
+      if (typeof current !== 'string') return;
+      const saved = JSON.parse(current) as { p: string | null; r: RestoreRecord };
+      applyChange(saved.r, change);
+      const next = JSON.stringify(saved);
+      const reply = await UPDATE_SHARED.run(this.client, [key, current, next, ttlMs]);
+      if (reply === 1) {
+        this.held.set(sessionId, { saved: next, ttlMs });
+        return;
+      }
+      current = reply;
+    }
+    throw new Error(`the record of session ${sessionId} kept changing under this update`);
   }
 
   async keepRecords(sessionIds: string[], ttlMs: number): Promise<void> {

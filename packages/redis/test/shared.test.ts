@@ -144,6 +144,35 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     expect(heard).toEqual([ended]);
   });
 
+  it('two copies changing the subscriptions at once both keep their change; an unsubscribe takes one out; a deleted record stays deleted (issue 27, item 5)', async () => {
+    const a = await shared('a8', 'sm:');
+    const b = await shared('b8', 'sm:');
+    await a.claim('s8', 'alice');
+    await a.saveRecord('s8', record(), 60_000);
+    await b.takeOver('s8', 'alice');
+    const subscribe = (uri: string) => ({ method: 'resources/subscribe', params: { uri } });
+    // Each copy's own view holds only its own subscription: saved whole, one would replace the other.
+    const view = (uri: string): RestoreRecord => ({ ...record(), subscriptions: [{ uri }] });
+    await Promise.all([
+      ...Array.from({ length: 10 }, (_, i) => a.saveRecord('s8', view(`test://a${i}`), 60_000, subscribe(`test://a${i}`))),
+      ...Array.from({ length: 10 }, (_, i) => b.saveRecord('s8', view(`test://b${i}`), 60_000, subscribe(`test://b${i}`))),
+      b.saveRecord('s8', record('error'), 60_000, { method: 'logging/setLevel', params: { level: 'error' } }),
+    ]);
+    const saved = async () => JSON.parse((await admin.get('sm:restore:s8'))!) as { p: string; r: RestoreRecord };
+    const uris = async () => ((await saved()).r.subscriptions ?? []).map((s) => s.uri as string).sort();
+    expect(await uris()).toEqual(
+      [...Array.from({ length: 10 }, (_, i) => `test://a${i}`), ...Array.from({ length: 10 }, (_, i) => `test://b${i}`)].sort(),
+    );
+    expect((await saved()).p).toBe('alice');
+    expect((await saved()).r.loggingLevel).toEqual({ level: 'error' });
+    await a.saveRecord('s8', record(), 60_000, { method: 'resources/unsubscribe', params: { uri: 'test://b3' } });
+    expect(await uris()).not.toContain('test://b3');
+    expect((await uris()).length).toBe(19);
+    await a.release('s8');
+    await b.saveRecord('s8', view('test://late'), 60_000, subscribe('test://late'));
+    expect(await admin.exists('sm:restore:s8')).toBe(0);
+  });
+
   it("release (the client's DELETE) deletes the record and tells every other instance", async () => {
     const a = await shared('a4');
     const b = await shared('b4');

@@ -95,8 +95,19 @@ export interface SessionCluster {
    * tried again briefly; it must be idempotent). In a `shared` cluster the record is the session:
    * the `initialize` answer, with the session id, is held until its first save, and refused with
    * `503` if that fails.
+   *
+   * `change` is the client's request that changed the record (`logging/setLevel`,
+   * `resources/subscribe`, `resources/unsubscribe`; none for the handshake's first save). In a
+   * `shared` cluster several copies may save at once: apply `change` to the record as stored,
+   * atomically, rather than replace it with `record` (a copy's view, which may lack what another
+   * copy changed a moment ago), so that no copy's change is lost.
    */
-  saveRecord?(sessionId: string, record: RestoreRecord, ttlMs: number): Promise<void>;
+  saveRecord?(
+    sessionId: string,
+    record: RestoreRecord,
+    ttlMs: number,
+    change?: { method: string; params?: Record<string, unknown> },
+  ): Promise<void>;
   /**
    * Optional, with `saveRecord`: takes over a session whose owner is gone (or handed it off), for
    * `principal`. Atomic, so of several instances racing for one session exactly one gets the

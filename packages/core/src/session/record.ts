@@ -5,6 +5,9 @@ import type { Session } from './session.js';
 /** Ids of the requests a session sends its own server to restore it; no client id starts with NUL. */
 const RESTORE_ID_PREFIX = '\u0000mcp-kit:restore:';
 
+/** A request of {@link RECORDED_METHODS} the client sent. */
+export type RecordChange = { method: string; params?: Record<string, unknown> };
+
 /** The client's requests that change what a server keeps for its session, replayed to a new one. */
 export const RECORDED_METHODS: ReadonlySet<string> = new Set(['logging/setLevel', 'resources/subscribe', 'resources/unsubscribe']);
 
@@ -19,15 +22,16 @@ export class SessionRecord {
   /** `resources/subscribe` params by URI, in the order they came. */
   readonly subscriptions = new Map<string, JSONRPCRequest['params']>();
   /**
-   * Called when the record changes (in a cluster, it is saved for other instances); a promise when
-   * the answer that completes the handshake must wait for the save (a shared cluster).
+   * Called when the record changes (in a cluster, it is saved for other instances), with the
+   * client's request that changed it (none for the handshake's first save); a promise when the
+   * answer that completes the handshake must wait for the save (a shared cluster).
    */
-  changed: (() => void | Promise<void>) | undefined;
+  changed: ((change?: RecordChange) => void | Promise<void>) | undefined;
 
   /** Remembers what a request from the client changes for the rest of the session. */
   observe(request: JSONRPCRequest): void {
     if (request.method === 'initialize') this.initialize ??= request;
-    else if (this.remember(request)) void this.changed?.();
+    else if (this.remember(request)) void this.changed?.({ method: request.method, params: request.params });
   }
 
   /** Takes a request of {@link RECORDED_METHODS} into the record (`false` for any other), without saving it. */

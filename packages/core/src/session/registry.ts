@@ -98,10 +98,10 @@ export class SessionRegistry {
       // restore from. In a shared cluster the record is the session: the handshake's answer waits
       // for it, and goes out only once it is saved (see `recorded`).
       let first = cluster.shared && !session.adopted ? this.awaitFirstSave(session) : undefined;
-      session.server.record.changed = () => {
+      session.server.record.changed = (change) => {
         const record = restoreRecordOf(session);
         if (!record || session.closed) return;
-        const save = () => cluster.saveRecord!(session.sessionId as string, record, this.options.sessionIdleTtlMs);
+        const save = () => cluster.saveRecord!(session.sessionId as string, record, this.options.sessionIdleTtlMs, change);
         const saving = Promise.resolve()
           .then(save)
           .catch(() => brieflyRetried(save));
