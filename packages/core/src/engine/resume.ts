@@ -31,10 +31,18 @@ export async function resume(
     replayedFrames = await ctx.replay(session.sessionId as string, cursor.streamId, cursor.seq);
     if (replayedFrames === undefined) return sendRejection(res, unavailable('the event store'));
   }
-  // The stream ended here but the store lost its end (and what came before it): its calls' answers
-  // are this instance's to tell (a failover to a replica that lacked them).
-  if (replayedFrames.ok && !replayedFrames.complete && !session.activeStream(cursor.streamId)) {
-    if (answerAwaited(ctx, res, session, cursor)) return;
+  // The stream ended here but the store has not its end: the call may have ended while the store
+  // was read (its end is stored by now: read again), or the store lost it (a failover to a replica
+  // that lacked it), and then its calls' answers are this instance's to tell.
+  if (
+    replayedFrames.ok &&
+    !replayedFrames.complete &&
+    !session.activeStream(cursor.streamId) &&
+    session.routes.answersAwaited(cursor.streamId)
+  ) {
+    replayedFrames = await ctx.replay(session.sessionId as string, cursor.streamId, cursor.seq);
+    if (replayedFrames === undefined) return sendRejection(res, unavailable('the event store'));
+    if (replayedFrames.ok && !replayedFrames.complete && answerAwaited(ctx, res, session, cursor)) return;
   }
   if (!replayedFrames.ok) {
     const running = session.activeStream(cursor.streamId);
