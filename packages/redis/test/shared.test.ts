@@ -125,6 +125,7 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     await Promise.all(posts);
     const deadline = Date.now() + 5_000;
     while (got.length < 300 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // An absence has no event to await: a message read back twice would come within this.
     await new Promise((r) => setTimeout(r, 200));
     // Each inbox keeps its order; the two (b's own and everyone's) interleave.
     expect([...got].sort((x, y) => x - y)).toEqual(Array.from({ length: 300 }, (_, n) => n));
