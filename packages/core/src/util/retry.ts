@@ -14,8 +14,20 @@ export function failureOf(write: unknown): Promise<unknown> {
  * error): a Redis blip or failover must not lose an event or a task's end (issue 20, items 3, 6).
  * The write must be idempotent.
  */
-export function retried(attempt: () => unknown, error: unknown): Promise<unknown> {
-  return tryAgain(attempt, error, (i) => RETRIES_MS[i]);
+export async function retried(attempt: () => unknown, error: unknown): Promise<unknown> {
+  let last = error;
+  for (const pauseMs of RETRIES_MS) {
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    let write: unknown;
+    try {
+      write = attempt();
+    } catch (e) {
+      write = Promise.reject(e);
+    }
+    last = await failureOf(write);
+    if (last === undefined) return undefined;
+  }
+  return last;
 }
 
 /** Pauses before each new try of a write that waits out an outage: backing off to once a second. */
@@ -26,21 +38,11 @@ const OUTAGE_RETRIES_MS = [0, 50, 100, 200, 400, 800, 1_000];
  * lasts: no budget of ours is longer than every real one), once a second after the first few tries:
  * `undefined` once it succeeded, or its last error once `goOn(lastError)` said stop. Idempotent writes only.
  */
-export function retriedWhile(attempt: () => unknown, error: unknown, goOn: (last: unknown) => boolean): Promise<unknown> {
-  return tryAgain(attempt, error, (i, last) => (goOn(last) ? OUTAGE_RETRIES_MS[Math.min(i, OUTAGE_RETRIES_MS.length - 1)] : undefined));
-}
-
-/** Tries `attempt` again after each pause `pauseMs` gives (by try and last error), until it succeeds or no pause is given. */
-async function tryAgain(
-  attempt: () => unknown,
-  error: unknown,
-  pauseMs: (i: number, last: unknown) => number | undefined,
-): Promise<unknown> {
+export async function retriedWhile(attempt: () => unknown, error: unknown, goOn: (last: unknown) => boolean): Promise<unknown> {
   let last = error;
-  for (let i = 0; ; i++) {
-    const pause = pauseMs(i, last);
-    if (pause === undefined) return last;
-    if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+  for (let i = 0; goOn(last); i++) {
+    const pauseMs = OUTAGE_RETRIES_MS[Math.min(i, OUTAGE_RETRIES_MS.length - 1)] as number;
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
     let write: unknown;
     try {
       write = attempt();
@@ -50,6 +52,7 @@ async function tryAgain(
     last = await failureOf(write);
     if (last === undefined) return undefined;
   }
+  return last;
 }
 
 /**
