@@ -5,11 +5,11 @@ import type { EventStore } from './ports/event-store.js';
 import type { HeaderMap } from './ports/http.js';
 import type { TaskStore } from './ports/task-store.js';
 import { MemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-store.js';
-import type { ConnectableServer } from './sdk/server.js';
+import type { ConnectableServer } from './sdk/connectable-server.js';
 import { TelemetryHub } from './telemetry/hub.js';
 import { nonNegativeInt, positiveInt } from './util/numbers.js';
 
-export type { ConnectableServer } from './sdk/server.js';
+export type { ConnectableServer } from './sdk/connectable-server.js';
 
 /**
  * The two protocol eras an endpoint can serve. `legacy`: clients that `initialize` a session

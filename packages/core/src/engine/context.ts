@@ -7,9 +7,9 @@ import { randomId } from '../events/ids.js';
 import { TASKS_EXTENSION } from '../modern/discover.js';
 import { ListenStreams } from '../modern/listen.js';
 import { Tasks } from '../modern/tasks.js';
-import { ModernServers } from '../modern/servers.js';
-import { Relays } from '../remote/relays.js';
-import { receiveShared } from '../remote/shared.js';
+import { ModernServers } from '../modern/server-pool.js';
+import { Relays } from '../cluster/relayed-streams.js';
+import { receiveShared } from '../cluster/shared-copies.js';
 import { SessionRegistry } from '../session/registry.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
@@ -47,7 +47,7 @@ export class EngineContext {
   clusterClosed = false;
   /** Requests being handed over to peers now: close() lets them finish before it leaves the cluster. */
   readonly handingOver = new Set<Promise<void>>();
-  /** Shared cluster: resumes waiting for a stream's writer to answer the requests the store lost (remote/shared.ts). */
+  /** Shared cluster: resumes waiting for a stream's writer to answer the requests the store lost (cluster/shared-copies.ts). */
   readonly lostEventsAnswered = new Map<string, Set<() => void>>();
   /** Streams relayed from other instances (ended apart by a drain, or when their peer goes silent). */
   readonly relays: Relays;

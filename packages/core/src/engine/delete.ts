@@ -1,7 +1,7 @@
 import { foreignPrincipal, sendRejection, unavailable } from '../http/errors.js';
 import { header, principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
-import { forwardOrTakeOver } from '../remote/forward.js';
+import { forwardOrTakeOver } from '../cluster/forward.js';
 import type { EngineContext } from './context.js';
 import { handOver } from './drain.js';
 import { resolveSession } from './resolve.js';

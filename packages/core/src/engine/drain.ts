@@ -3,7 +3,7 @@ import { FORWARDED_HEADER, HANDED_OVER_HEADER, MOVED_HEADER, type SessionOwner }
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
-import { fromPeer } from '../remote/hop.js';
+import { fromPeer } from '../cluster/from-peer.js';
 import type { EngineContext } from './context.js';
 
 /**

@@ -3,8 +3,8 @@ import { ErrorCode, reject, sendRejection, unavailable } from '../http/errors.js
 import { allowsBatches, parseMessages, readableId, type ParsedBody } from '../http/messages.js';
 import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
-import { forwardOrTakeOver } from '../remote/forward.js';
-import { routeShared } from '../remote/shared.js';
+import { forwardOrTakeOver } from '../cluster/forward.js';
+import { routeShared } from '../cluster/shared-copies.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import { brieflyRetried } from '../util/retry.js';
@@ -13,10 +13,10 @@ import { readJson } from './body.js';
 import { classifyPost, eraNotServed } from './classify.js';
 import { handOver, servedWhileDraining } from './drain.js';
 import { HeldResponse } from './held.js';
-import { keepAlive } from './outlive.js';
+import { keepAlive } from './call-lifetime.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
-import { connectServer, wake } from './server.js';
+import { connectServer, wake } from './connect-server.js';
 
 /**
  * `POST`: a JSON-RPC message (or, before 2025-06-18, a batch) from the client. A 2026-07-28
@@ -71,7 +71,7 @@ async function serveInSession(ctx: EngineContext, req: CoreRequest, res: CoreRes
     }
   }
   if (ctx.options.cluster?.shared && ctx.options.cluster.post) {
-    // Answers and cancels for a call running on another instance go there (remote/shared.ts).
+    // Answers and cancels for a call running on another instance go there (cluster/shared-copies.ts).
     const { here, posted } = routeShared(ctx, session, parsed.messages);
     if (posted.length > 0) {
       try {

@@ -1,9 +1,9 @@
 import { foreignPrincipal, reject, sessionNotFound, unavailable, ErrorCode, type Rejection } from '../http/errors.js';
 import { checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import { FORWARDED_HEADER, type SessionOwner } from '../ports/cluster.js';
-import { fromPeer } from '../remote/hop.js';
+import { fromPeer } from '../cluster/from-peer.js';
 import type { CoreRequest } from '../ports/http.js';
-import { locate, restore } from '../remote/locate.js';
+import { locate, restore } from '../cluster/locate.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from './context.js';

@@ -1,5 +1,5 @@
 import { MODERN_VERSIONS, SERVER_INFO_KEY } from './envelope.js';
-import type { Handshake } from './servers.js';
+import type { Handshake } from './server-pool.js';
 
 /** The Tasks extension's id (SEP-2663), as clients and servers declare it under `extensions`. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';

@@ -6,7 +6,7 @@ import { JSON_HEADERS, messageEvent, SSE_HEADERS } from '../streams/frames.js';
 import type { Reply } from './channel.js';
 import { LOG_LEVELS, type Envelope, type LogLevel } from './envelope.js';
 import { errorInResult, httpStatusOf, missingCapabilities, missingCapabilityError, recodeError, stampResult } from './results.js';
-import type { Handshake } from './servers.js';
+import type { Handshake } from './server-pool.js';
 
 /** What an exchange needs besides its request. */
 export interface ExchangeContext {

@@ -3,7 +3,7 @@ import type { CoreResponder } from '../ports/http.js';
 import { SseConnection } from '../streams/connection.js';
 import { messageEvent, SSE_HEADERS } from '../streams/frames.js';
 import { SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY } from './envelope.js';
-import type { Handshake } from './servers.js';
+import type { Handshake } from './server-pool.js';
 
 /** What a `subscriptions/listen` request asks to hear about. */
 interface Filter {

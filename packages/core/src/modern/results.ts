@@ -1,7 +1,7 @@
 import type { CoreResponder } from '../ports/http.js';
 import { JSON_HEADERS } from '../streams/frames.js';
 import { SERVER_INFO_KEY } from './envelope.js';
-import type { Handshake } from './servers.js';
+import type { Handshake } from './server-pool.js';
 
 /** Results a client may cache, which must say for how long and for whom (2026-07-28 `CacheableResult`). */
 const CACHEABLE = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read']);

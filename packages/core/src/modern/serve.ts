@@ -14,7 +14,7 @@ import { ListenStreams } from './listen.js';
 import { checkParamHeaders } from './param-headers.js';
 import { sendResult } from './results.js';
 import { declaresTasks, tasksRequired } from './tasks.js';
-import { HandshakeRefused, type ModernServer } from './servers.js';
+import { HandshakeRefused, type ModernServer } from './server-pool.js';
 
 /** Methods the 2026-07-28 revision removed: a server of that era does not have them (404, -32601). */
 const REMOVED = new Set([

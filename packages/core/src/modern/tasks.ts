@@ -8,13 +8,13 @@ import { MemoryTaskStore, TaskStoreFullError } from '../tasks/memory-store.js';
 import { RunningTask } from '../tasks/running.js';
 import { readBy, UnreadResults } from '../tasks/unread.js';
 import { asError } from '../util/errors.js';
-import { callTooLong, outlive } from '../engine/outlive.js';
+import { callTooLong, outlive } from '../engine/call-lifetime.js';
 import type { EngineContext } from '../engine/context.js';
 import { TASKS_EXTENSION } from './discover.js';
 import type { Envelope } from './envelope.js';
 import type { Exchange } from './exchange.js';
 import { sendResult } from './results.js';
-import type { ModernServer } from './servers.js';
+import type { ModernServer } from './server-pool.js';
 
 /** Whether the client declared the Tasks extension on this request (SEP-2663: per request, nothing carries over). */
 export function declaresTasks(envelope: Envelope): boolean {

@@ -125,7 +125,7 @@ export function restoreRecordOf(session: Session): RestoreRecord | undefined {
 /**
  * Makes a new session the one a record describes (it lived on an instance that is gone): it
  * starts hibernated, so its next POST builds a server and replays the client's handshake to it.
- * Its streams from before carry no call running here (see remote/lost.ts).
+ * Its streams from before carry no call running here (see cluster/lost-calls.ts).
  */
 export function adoptRecord(session: Session, record: RestoreRecord): void {
   session.server.record.initialize = record.initialize as JSONRPCRequest;

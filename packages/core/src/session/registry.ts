@@ -8,7 +8,7 @@ import { adoptRecord, restoreRecordOf } from './record.js';
 import type { SessionEndReason } from '../telemetry/events.js';
 import { SessionEnds } from './ends.js';
 import { Session } from './session.js';
-import { AnswerTags } from './tags.js';
+import { AnswerTags } from './answer-tags.js';
 
 /**
  * All sessions of one handler: creation under a cap, lookup, idle expiry, and the periodic work

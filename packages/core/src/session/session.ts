@@ -12,7 +12,7 @@ import { messageExtra, requestInfoOf, type Inbound } from '../sdk/extra.js';
 import { asError } from '../util/errors.js';
 import { appendHooks } from './end-calls.js';
 import { StreamRoutes } from './routes.js';
-import { SessionServer } from './server.js';
+import { SessionServer } from './session-server.js';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 

@@ -1,6 +1,6 @@
 import type { JSONRPCMessage } from '../ports/mcp.js';
 import type { ResolvedOptions } from '../options.js';
-import { bindModernEra, sdkMajorOf, type ConnectableServer, type SdkMajor } from '../sdk/server.js';
+import { bindModernEra, sdkMajorOf, type ConnectableServer, type SdkMajor } from '../sdk/connectable-server.js';
 import { asError } from '../util/errors.js';
 import { ModernChannel, type Reply } from './channel.js';
 import type { Envelope } from './envelope.js';

@@ -5,7 +5,7 @@ import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
  * instances, each with its own server numbering its requests to the client from 0. So the
  * requests a copy's server sends go out under `<prefix><its id>`, the prefix naming this instance
  * and copy (`<instance id>~<nonce>~`): the client's answer, whichever instance it reaches, says
- * which one waits for it (remote/shared.ts), and reaches the server under its own id.
+ * which one waits for it (cluster/shared-copies.ts), and reaches the server under its own id.
  */
 export class AnswerTags {
   /** The ids on the wire, and the server's own, until answered. */

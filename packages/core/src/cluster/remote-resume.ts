@@ -9,7 +9,7 @@ import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
 import { answerLostFinal, nothingLeft } from '../engine/resume.js';
 import { replayed, watchConnection } from '../telemetry/watch.js';
-import { answerLostStream } from './lost.js';
+import { answerLostStream } from './lost-calls.js';
 
 /**
  * The live part of a resume served for another instance's session: what the owner keeps appending

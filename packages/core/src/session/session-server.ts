@@ -1,8 +1,8 @@
 import type { JSONRPCMessage, JSONRPCRequest, RequestId } from '../ports/mcp.js';
-import type { SdkMajor } from '../sdk/server.js';
+import type { SdkMajor } from '../sdk/connectable-server.js';
 import { asError } from '../util/errors.js';
 import { Restorer, SessionRecord } from './record.js';
-import type { AnswerTags } from './tags.js';
+import type { AnswerTags } from './answer-tags.js';
 
 /**
  * The server behind a session: attached at initialize, let go by hibernation when nothing would be

@@ -3,11 +3,11 @@ import { answerAndCancel, LOST_EVENTS } from '../session/end-calls.js';
 import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
 import { RECORDED_METHODS } from '../session/record.js';
 import type { Session } from '../session/session.js';
-import { instanceOfTag } from '../session/tags.js';
+import { instanceOfTag } from '../session/answer-tags.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
 import { reportLostEvents } from '../engine/resume.js';
-import { answerLostStream } from './lost.js';
+import { answerLostStream } from './lost-calls.js';
 
 /**
  * A shared cluster (serverless: no instance reaches another, see `SessionCluster.shared`): each

@@ -6,7 +6,7 @@ import { asError } from '../util/errors.js';
 import { brieflyRetried } from '../util/retry.js';
 import type { EngineContext } from '../engine/context.js';
 import { rejected, type SessionResolution } from '../engine/resolve.js';
-import { answerLostCalls } from './lost.js';
+import { answerLostCalls } from './lost-calls.js';
 
 const GONE = 'it expired, was deleted, or the server instance that held it is gone';
 
@@ -59,7 +59,7 @@ export async function restore(
   let session = ctx.registry.get(sessionId);
   if (!session) {
     session = ctx.registry.adopt(sessionId, taken.principal, taken.record);
-    // Shared: the calls of other copies run on; a resume learns their fate (remote/tail.ts).
+    // Shared: the calls of other copies run on; a resume learns their fate (cluster/remote-resume.ts).
     if (!ctx.options.cluster!.shared) session.adopting = answerLostCalls(ctx, session);
   }
   await session.adopting;

@@ -1,5 +1,5 @@
 import { ErrorCode, errorBody, sendRejection, sessionNotFound } from '../http/errors.js';
-import { sdkMajorOf, type ConnectableServer } from '../sdk/server.js';
+import { sdkMajorOf, type ConnectableServer } from '../sdk/connectable-server.js';
 import type { CoreResponder } from '../ports/http.js';
 import { JSON_HEADERS } from '../streams/frames.js';
 import type { Session } from '../session/session.js';
