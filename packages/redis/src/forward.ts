@@ -129,16 +129,19 @@ export class HttpForwarder {
             responder.send(status, out, body === '' ? undefined : body);
             resolve();
           });
+          // The owner got the request and began its answer: whatever breaks now, it may have run it.
           upstream.on('error', (error) => {
-            if (!settled) reject(error);
+            if (!settled) reject(Object.assign(error, { maybeReceived: true }));
           });
         },
       );
-      const answered = this.bound(req, target);
+      const { answered, sent } = this.bound(req, target);
       req.on('error', (error) => {
         if (!settled) {
           settled = true;
-          reject(error);
+          // Once the request went out on a connection, a reset or hang-up does not say whether the
+          // owner got it (it may have crashed mid-call): it is not to be run anywhere else (item 9).
+          reject(sent() ? Object.assign(error, { maybeReceived: true }) : error);
         }
       });
       req.end(request.body);
@@ -149,10 +152,12 @@ export class HttpForwarder {
    * Bounds how long `req` waits for the owner: `connectTimeoutMs` to connect, then (connected, or
    * at once on a reused keep-alive socket) `responseTimeoutMs` for the answer's head, else the
    * owner is checked (see {@link ForwarderOptions.responseTimeoutMs}); one that fails the check
-   * ends the request with an error marked `maybeReceived`. Returns what to call once the head came.
+   * ends the request with an error marked `maybeReceived`. Returns what to call once the head came,
+   * and whether the request went out on a connection yet.
    */
-  private bound(req: ClientRequest, target: URL): () => void {
+  private bound(req: ClientRequest, target: URL): { answered: () => void; sent: () => boolean } {
     let answered = false;
+    let connected = false;
     let silence: ReturnType<typeof setTimeout> | undefined;
     const connecting = setTimeout(
       () => req.destroy(new Error(`could not connect to ${target.origin} within ${this.connectTimeoutMs} ms`)),
@@ -171,12 +176,13 @@ export class HttpForwarder {
       }, this.responseTimeoutMs);
     };
     req.on('socket', (socket) => {
-      const connected = () => {
+      const onConnect = () => {
+        connected = true;
         clearTimeout(connecting);
         if (!answered) awaitHead();
       };
-      if (!socket.connecting) connected();
-      else socket.once('connect', connected);
+      if (!socket.connecting) onConnect();
+      else socket.once('connect', onConnect);
     });
     const stop = () => {
       clearTimeout(connecting);
@@ -184,9 +190,12 @@ export class HttpForwarder {
     };
     req.on('close', stop);
     req.on('error', stop);
-    return () => {
-      answered = true;
-      clearTimeout(silence);
+    return {
+      answered: () => {
+        answered = true;
+        clearTimeout(silence);
+      },
+      sent: () => connected,
     };
   }
 
