@@ -1,8 +1,8 @@
 import type { JSONRPCMessage, JSONRPCRequest, MessageExtraInfo, RequestId } from '../ports/mcp.js';
 import type { InputRequest, TaskChange, TaskStore } from '../ports/task-store.js';
-import type { ModernChannel, Reply } from '../modern/channel.js';
-import { errorInResult, missingCapabilities, missingCapabilityError, stampResult } from '../modern/results.js';
-import type { Handshake } from '../modern/server-pool.js';
+import type { ModernChannel, Reply } from './channel.js';
+import { errorInResult, missingCapabilities, missingCapabilityError, stampResult } from './results.js';
+import type { Handshake } from './server-pool.js';
 import { asError } from '../util/errors.js';
 import { failureOf, retried } from '../util/retry.js';
 

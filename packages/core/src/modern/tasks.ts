@@ -5,11 +5,12 @@ import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { JSONRPCRequest, MessageExtraInfo } from '../ports/mcp.js';
 import { TERMINAL_STATUSES, type TaskRecord, type TaskSignalListener } from '../ports/task-store.js';
 import { MemoryTaskStore, TaskStoreFullError } from '../tasks/memory-store.js';
-import { RunningTask } from '../tasks/running.js';
-import { readBy, UnreadResults } from '../tasks/unread.js';
+import { RunningTask } from './running-task.js';
+import { readBy, UnreadResults } from './unread-results.js';
 import { asError } from '../util/errors.js';
 import { callTooLong, outlive } from '../engine/call-lifetime.js';
-import type { EngineContext } from '../engine/context.js';
+import type { ResolvedOptions } from '../options.js';
+import type { ListenStreams } from './listen.js';
 import { TASKS_EXTENSION } from './discover.js';
 import type { Envelope } from './envelope.js';
 import type { Exchange } from './exchange.js';
@@ -31,6 +32,17 @@ export function tasksRequired(what: string): Rejection {
   );
   r.data = { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } };
   return r;
+}
+
+/**
+ * What the Tasks extension needs of the engine: its `EngineContext`, named by shape because the
+ * context builds the extension (the two would import each other).
+ */
+export interface TasksHost {
+  readonly options: ResolvedOptions;
+  /** How other instances name this one: a task's owner. */
+  readonly instanceId: string;
+  readonly listeners: ListenStreams;
 }
 
 const NOT_FOUND = 'Task not found: the task id is unknown, expired or evicted';
@@ -58,7 +70,7 @@ export class Tasks implements TaskSignalListener {
     return this.unread?.awaited(now) ?? false;
   }
 
-  constructor(private readonly ctx: EngineContext) {
+  constructor(private readonly ctx: TasksHost) {
     this.unread = ctx.options.taskStore instanceof MemoryTaskStore ? new UnreadResults() : undefined;
     void Promise.resolve(ctx.options.taskStore.listen?.(ctx.instanceId, this)).catch((error: unknown) =>
       ctx.options.onError(asError(error, 'task store listen failed')),

@@ -1,6 +1,5 @@
 import type { RestoreRecord } from '../ports/cluster.js';
 import type { JSONRPCMessage, JSONRPCRequest, RequestId } from '../ports/mcp.js';
-import type { Session } from './session.js';
 
 /** Ids of the requests a session sends its own server to restore it; no client id starts with NUL. */
 const RESTORE_ID_PREFIX = '\u0000mcp-kit:restore:';
@@ -111,8 +110,18 @@ export class Restorer {
   }
 }
 
+/**
+ * What of a session its record is read from and written to: a `Session`, named by shape so that
+ * the record (which the session's server holds) does not import the session back.
+ */
+interface RecordedSession {
+  readonly server: { readonly record: SessionRecord; hibernated: boolean };
+  protocolVersion: string | undefined;
+  adopted: boolean;
+}
+
 /** What restores a session elsewhere (see `SessionCluster.saveRecord`), once its handshake is done. */
-export function restoreRecordOf(session: Session): RestoreRecord | undefined {
+export function restoreRecordOf(session: RecordedSession): RestoreRecord | undefined {
   const { initialize, loggingLevel } = session.server.record;
   if (!initialize || session.protocolVersion === undefined) return undefined;
   const record: RestoreRecord = { initialize: initialize as RestoreRecord['initialize'], protocolVersion: session.protocolVersion };
@@ -127,7 +136,7 @@ export function restoreRecordOf(session: Session): RestoreRecord | undefined {
  * starts hibernated, so its next POST builds a server and replays the client's handshake to it.
  * Its streams from before carry no call running here (see cluster/lost-calls.ts).
  */
-export function adoptRecord(session: Session, record: RestoreRecord): void {
+export function adoptRecord(session: RecordedSession, record: RestoreRecord): void {
   session.server.record.initialize = record.initialize as JSONRPCRequest;
   session.server.record.loggingLevel = record.loggingLevel;
   for (const params of record.subscriptions ?? []) session.server.record.remember({ method: 'resources/subscribe', params });
