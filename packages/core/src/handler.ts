@@ -1,3 +1,4 @@
+import type { MetadataResponse, ProtectedResourceMetadata } from './auth/metadata.js';
 import { EngineContext } from './engine/context.js';
 import { serveDelete } from './engine/delete.js';
 import { serveGet } from './engine/get.js';
@@ -64,6 +65,11 @@ export class McpHandler {
     if (method === 'POST') return servePost(ctx, req, res);
     if (method === 'GET') return serveGet(ctx, req, res);
     return serveDelete(ctx, req, res);
+    // Nothing is read, looked up or created for a request without a valid token (auth/).
+    if (ctx.options.auth) {
+      const v = await ctx.options.auth.authenticate(req);
+      if (!v.ok) return sendRejection(res, v);
+    }
   }
 
   /**
@@ -113,6 +119,32 @@ export class McpHandler {
     await ctx.options.cluster?.close?.();
     await ctx.options.eventStore.close?.();
     await ctx.options.taskStore.close?.();
+  }
+
+  /**
+   * The Protected Resource Metadata (RFC 9728) of this endpoint, for a request to `requestUrl`: a
+   * metadata URL (`/.well-known/oauth-protected-resource/mcp` describes `/mcp`; the bare one
+   * describes `mcpPath`, default `/mcp`) or the MCP URL itself. Needs the `auth` option. The
+   * adapters serve it; this is for anyone else.
+   */
+  protectedResourceMetadata(requestUrl: URL, mcpPath?: string): ProtectedResourceMetadata {
+    return this.resourceServer('protectedResourceMetadata').metadataDocument(requestUrl, mcpPath);
+  }
+
+  /**
+   * For adapters: the HTTP answer to a request for the metadata (`GET`, `HEAD`, `OPTIONS`), or
+   * `undefined` when `requestUrl` is not one of this endpoint's metadata URLs (or `auth` is not
+   * set), so the request goes on to the application. `mcpPath`: the MCP endpoint's path when the
+   * adapter knows it; otherwise any path after the well-known one is taken for it.
+   */
+  authMetadataResponse(method: string, requestUrl: URL, mcpPath?: string): MetadataResponse | undefined {
+    return this.ctx.options.auth?.metadataResponse(method, requestUrl, mcpPath);
+  }
+
+  private resourceServer(caller: string): NonNullable<ResolvedOptions['auth']> {
+    const auth = this.ctx.options.auth;
+    if (!auth) throw new TypeError(`McpHandler.${caller}: the handler has no \`auth\` option`);
+    return auth;
   }
 
   /** Open sessions. */

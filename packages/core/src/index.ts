@@ -3,6 +3,15 @@
 export { createMcpHandler, McpHandler } from './handler.js';
 export type { McpHandlerOptions, ServerFactoryContext, ConnectableServer, ProtocolEra } from './options.js';
 export { closeSSEStream, closeStandaloneSSEStream } from './streams/close.js';
+// OAuth 2.1 resource server (the `auth` option): token verifiers, and the metadata adapters serve.
+export type { AuthOptions, TokenVerifier, VerifyContext } from './auth/options.js';
+export { jwtVerifier } from './auth/jwt.js';
+export type { JwtVerifierOptions } from './auth/jwt.js';
+export { introspectionVerifier } from './auth/introspection.js';
+export type { IntrospectionVerifierOptions } from './auth/introspection.js';
+export { InvalidTokenError, InsufficientScopeError } from './auth/errors.js';
+export { METADATA_PATH } from './auth/metadata.js';
+export type { ProtectedResourceMetadata, MetadataResponse } from './auth/metadata.js';
 export type { SSEStreamControls } from './streams/close.js';
 export { inputResponses, requestState } from './sdk/input.js';
 export type { InputContext } from './sdk/input.js';

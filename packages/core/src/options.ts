@@ -1,3 +1,5 @@
+import { resolveAuth, type AuthOptions } from './auth/options.js';
+import { ResourceServer } from './auth/resource-server.js';
 import { MemoryEventStore, type MemoryEventStoreOptions } from './events/memory.js';
 import { LOCAL_HOSTS } from './http/rules.js';
 import type { SessionCluster } from './ports/cluster.js';
@@ -193,6 +195,8 @@ export interface McpHandlerOptions {
    * instances share. Ignored in stateless mode. Default: none (sessions live on one instance).
    */
   cluster?: SessionCluster;
+  /** An OAuth 2.1 resource server: every request needs a bearer token (see {@link AuthOptions}). Default: none. */
+  auth?: AuthOptions;
 }
 
 const OWNER = 'createMcpHandler';
@@ -227,6 +231,8 @@ export interface ResolvedOptions {
   legacyPolling: boolean;
   onError: (error: Error) => void;
   cluster: SessionCluster | undefined;
+  /** The resource server, when `auth` is set. */
+  auth: ResourceServer | undefined;
   /** Where the engine's events go (see `McpHandler.observe`). */
   telemetry: TelemetryHub;
 }
@@ -275,6 +281,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     legacyPolling: options.legacyPolling ?? false,
     onError,
     cluster: options.stateless ? undefined : options.cluster,
+    auth: options.auth === undefined ? undefined : new ResourceServer(resolveAuth(options.auth), onError),
     telemetry: new TelemetryHub(onError),
   };
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { handleNodeRequest, type AuthInfo, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
+import { handleNodeRequest, METADATA_PATH, type AuthInfo, type GetAuthInfo, type McpHandler, type MetadataResponse } from '@mcp-kit/core';
 
 export interface McpExpressOptions {
   /**
@@ -56,7 +56,8 @@ export interface McpFirstOptions {
  * a bare handler mounted on Express answers tools/call at half the rate of one on node:http), so a
  * server whose MCP endpoint is busy can take that cost off it. The price: no Express middleware
  * (auth, logging, CORS) runs for MCP requests; do what they did in `getAuthInfo`, or stay with
- * {@link mcpExpress}.
+ * {@link mcpExpress}. A handler with `auth` has its Protected Resource Metadata served here too
+ * (see {@link mcpAuthMetadata}), for `path`.
  *
  * @example
  * ```ts source="../examples/express.examples.ts#mcpFirst"
@@ -77,7 +78,11 @@ export function mcpFirst(
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const pathname = query < 0 ? url : url.slice(0, query);
-    if (pathname !== path && pathname !== `${path}/`) return app(req, res);
+    if (pathname !== path && pathname !== `${path}/`) {
+      // The handler's Protected Resource Metadata (RFC 9728), when it has `auth`: served here too.
+      const metadata = pathname.startsWith(METADATA_PATH) ? metadataFor(handler, req.method, listenerUrl(req), path) : undefined;
+      return metadata ? writeMetadata(res, metadata) : app(req, res);
+    }
     const serve = (authInfo: AuthInfo | undefined) => handleNodeRequest(handler, req, res, { authInfo, url: listenerUrl(req) });
     const auth = getAuthInfo?.(req);
     const served = auth instanceof Promise ? auth.then(serve) : serve(auth);
@@ -90,6 +95,54 @@ export function mcpFirst(
       }
     });
   };
+}
+
+export interface McpAuthMetadataOptions {
+  /**
+   * The MCP endpoint's path, e.g. `'/mcp'`: the bare well-known URL describes it, and only it is
+   * served suffixed. Default: the path of `auth.resource` if set; otherwise `/mcp` for the bare
+   * URL, and any suffix is taken for the endpoint's path.
+   */
+  path?: string;
+}
+
+/**
+ * Serves the handler's Protected Resource Metadata (RFC 9728), which MCP clients read to find the
+ * authorization server: `GET /.well-known/oauth-protected-resource` and the form suffixed with the
+ * MCP path (`/.well-known/oauth-protected-resource/mcp`, what the `401`'s `resource_metadata`
+ * names), with CORS for browser clients. Every other request goes on to `next()`. The handler
+ * needs the `auth` option. Mount it at the root of the app (the well-known path is the origin's).
+ *
+ * @example
+ * ```ts source="../examples/express.examples.ts#mcpAuthMetadata"
+ * const mcp = createMcpHandler({
+ *   server: () => buildServer(),
+ *   auth: { authorizationServers: [issuer], verifier: jwtVerifier({ issuer }), scopes: ['mcp'] },
+ * });
+ * app.use(mcpAuthMetadata(mcp));
+ * app.use('/mcp', mcpExpress(mcp));
+ * ```
+ */
+export function mcpAuthMetadata(handler: McpHandler, options: McpAuthMetadataOptions = {}): RequestHandler {
+  if (!handler.options.auth) throw new TypeError('mcpAuthMetadata: the handler has no `auth` option, so there is no metadata to serve');
+  return function mcpKitAuthMetadata(req: Request, res: Response, next: NextFunction): void {
+    const metadata = req.path.startsWith(METADATA_PATH) ? metadataFor(handler, req.method, requestUrl(req), options.path) : undefined;
+    if (metadata) writeMetadata(res, metadata);
+    else next();
+  };
+}
+
+function metadataFor(
+  handler: McpHandler,
+  method: string | undefined,
+  url: URL | undefined,
+  path: string | undefined,
+): MetadataResponse | undefined {
+  return url && handler.authMetadataResponse(method ?? 'GET', url, path);
+}
+
+function writeMetadata(res: ServerResponse, { status, headers, body }: MetadataResponse): void {
+  res.writeHead(status, headers).end(body);
 }
 
 /** `extra.requestInfo.url` without Express: the scheme of the socket, the Host header. */

@@ -1,5 +1,5 @@
 import type { Context, Middleware, Next } from 'koa';
-import { handleNodeRequest, type AuthInfo, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
+import { handleNodeRequest, METADATA_PATH, type AuthInfo, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
 
 export interface McpKoaOptions {
   /**
@@ -23,6 +23,10 @@ export interface McpKoaOptions {
  * Use it as app middleware with a `path` (`app.use(mcpKoa(handler, { path: '/mcp' }))`), or as
  * a route of `@koa/router` without one (`router.all('/mcp', mcpKoa(handler))`).
  *
+ * A handler with `auth` (an OAuth resource server) has its Protected Resource Metadata (RFC 9728)
+ * served by this middleware too: `GET /.well-known/oauth-protected-resource` and the form suffixed
+ * with `path` (with a router, route `/.well-known/oauth-protected-resource/mcp` to it as well).
+ *
  * A body that a parser such as `@koa/bodyparser` read before it (`ctx.request.body`) is used as is;
  * without a parser the body is read here, up to `maxBodyBytes`. The response, SSE streams
  * included, is written straight to `ctx.res` (Koa's `ctx.respond` is turned off for it). Protocol
@@ -40,6 +44,16 @@ export function mcpKoa(handler: McpHandler, options: McpKoaOptions = {}): Middle
   const path = options.path === undefined ? undefined : trimSlash(options.path);
   const getAuthInfo = options.getAuthInfo ?? ((ctx: Context) => (ctx.state as { auth?: AuthInfo }).auth);
   return async function mcpKitKoa(ctx: Context, next: Next): Promise<void> {
+    // A handler with `auth`: its Protected Resource Metadata (RFC 9728), for `path` (auth/ in core).
+    if (handler.options.auth && ctx.path.startsWith(METADATA_PATH)) {
+      const url = fullUrl(ctx);
+      const metadata = url && handler.authMetadataResponse(ctx.method, url, path);
+      if (!metadata) return next();
+      ctx.status = metadata.status;
+      ctx.set(metadata.headers);
+      ctx.body = metadata.body ?? null;
+      return;
+    }
     if (path !== undefined && trimSlash(ctx.path) !== path) return next();
     const request = ctx.request as Context['request'] & { body?: unknown; rawBody?: unknown };
     // @koa/bodyparser sets `body = {}` for a content type it skips, leaving the stream unread;

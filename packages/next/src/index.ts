@@ -73,6 +73,44 @@ export function mcpNext(handler: McpHandler, options: McpNextOptions = {}): McpR
   return { GET: route, POST: route, DELETE: route, PUT: route, PATCH: route };
 }
 
+export interface McpNextAuthMetadataOptions {
+  /** The MCP route's path. Default: the path of `auth.resource` if set, else `/mcp`. */
+  path?: string;
+}
+
+/** What `app/.well-known/oauth-protected-resource/[[...path]]/route.ts` exports. */
+export interface McpAuthMetadataRoutes {
+  GET: McpRouteHandler;
+  HEAD: McpRouteHandler;
+  OPTIONS: McpRouteHandler;
+}
+
+/**
+ * Serves a handler's Protected Resource Metadata (RFC 9728), which MCP clients read to find the
+ * authorization server, from an optional catch-all route: the bare
+ * `/.well-known/oauth-protected-resource` and the form suffixed with the MCP route's path (what
+ * the `401`'s `resource_metadata` names). The handler needs the `auth` option; other paths under
+ * the route answer 404.
+ *
+ * @example
+ * ```ts source="../examples/next.examples.ts#mcpNextAuthMetadata"
+ * // app/.well-known/oauth-protected-resource/[[...path]]/route.ts
+ * export const { GET, OPTIONS } = mcpNextAuthMetadata(mcp);
+ * export const dynamic = 'force-dynamic';
+ * ```
+ */
+export function mcpNextAuthMetadata(handler: McpHandler, options: McpNextAuthMetadataOptions = {}): McpAuthMetadataRoutes {
+  if (!handler.options.auth) throw new TypeError('mcpNextAuthMetadata: the handler has no `auth` option, so there is no metadata to serve');
+  const path = options.path ?? '/mcp';
+  const route: McpRouteHandler = async function mcpAuthMetadataRoute(request) {
+    const metadata = handler.authMetadataResponse(request.method, new URL(request.url), path);
+    if (metadata) return new Response(metadata.body ?? null, { status: metadata.status, headers: metadata.headers });
+    const error = { jsonrpc: '2.0', error: { code: -32000, message: 'Not Found: no protected resource metadata here' } };
+    return new Response(JSON.stringify(error), { status: 404, headers: { 'content-type': 'application/json' } });
+  };
+  return { GET: route, HEAD: route, OPTIONS: route };
+}
+
 /** Next's own `after`, once `next/server` is loaded (`undefined` before 15.1, or outside Next). */
 let after: ((work: Promise<void>) => void) | undefined;
 void import('next/server' as string).then(

@@ -34,6 +34,9 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   // As it came (a framework's parser may have read it): relayed when the request goes elsewhere.
   const text = (): string => read.text ?? JSON.stringify(body);
   const era = classifyPost(body, req.headers);
+  // A tool that needs more scopes than the token has: 403 before a session or server sees the call (auth/).
+  const scoped = ctx.options.auth?.checkToolScopes(req, body);
+  if (scoped && !scoped.ok) return sendRejection(res, scoped, readableId(body));
   // These refuse the request before any session or server sees it: its id may be echoed.
   if (typeof era !== 'string') return sendRejection(res, era, readableId(body));
   if (!ctx.options.eras[era]) return sendRejection(res, eraNotServed(era, body, req.headers), readableId(body));

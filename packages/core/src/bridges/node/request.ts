@@ -20,10 +20,11 @@ export class NodeCoreRequest implements CoreRequest {
   readonly headers: IncomingMessage['headers'];
   readonly parsedBody: unknown;
   readonly hasParsedBody: boolean;
-  readonly authInfo: AuthInfo | undefined;
+  /** Replaced by the verified identity when the handler has `auth`. */
+  authInfo: AuthInfo | undefined;
   readonly localAddress: string | undefined;
   readonly remoteAddress: string | undefined;
-  readonly url: URL | undefined;
+  private given: URL | undefined;
 
   constructor(
     private readonly req: IncomingMessage,
@@ -36,12 +37,24 @@ export class NodeCoreRequest implements CoreRequest {
     this.authInfo = options.authInfo;
     this.localAddress = req.socket?.localAddress;
     this.remoteAddress = req.socket?.remoteAddress;
-    this.url = options.url;
+    this.given = options.url;
+  }
+
+  /** The URL the adapter gave, else one from the Host header, built only when read (the resource server names it: auth/). */
+  get url(): URL | undefined {
+    return (this.given ??= urlOf(this.req));
   }
 
   readBody(limit: number): Promise<BodyText> {
     return readNodeBody(this.req, limit);
   }
+}
+
+function urlOf(req: IncomingMessage): URL | undefined {
+  const host = req.headers.host;
+  if (host === undefined || req.url === undefined || !URL.canParse(req.url, `http://${host}`)) return undefined;
+  const scheme = (req.socket as { encrypted?: boolean } | undefined)?.encrypted ? 'https' : 'http';
+  return new URL(req.url, `${scheme}://${host}`);
 }
 
 function readNodeBody(req: IncomingMessage, limit: number): Promise<BodyText> {

@@ -1,6 +1,7 @@
 import type { AuthInfo } from '../../ports/mcp.js';
 import type { McpHandler } from '../../handler.js';
 import type { GetAuthInfo } from '../../ports/http.js';
+import { METADATA_PATH } from '../../auth/metadata.js';
 import { webCoreRequest } from './request.js';
 import { WebResponder } from './response.js';
 
@@ -32,6 +33,8 @@ export type FetchHandler = (request: Request, context?: FetchCallContext) => Pro
  * The web bridge: serves the handler as `(Request) => Promise<Response>`, streaming SSE through a
  * `ReadableStream`. It is what `@mcp-kit/next` uses, and works as is in Hono, Bun, Deno and
  * Workers-style runtimes that keep the process (and so the sessions) alive between requests.
+ * A handler with `auth` also answers `GET /.well-known/oauth-protected-resource/<path>` (and the
+ * bare form) with its Protected Resource Metadata.
  *
  * @example
  * ```ts source="../../../examples/core.examples.ts#toFetchHandler"
@@ -41,6 +44,11 @@ export type FetchHandler = (request: Request, context?: FetchCallContext) => Pro
  */
 export function toFetchHandler(handler: McpHandler, options: FetchHandlerOptions = {}): FetchHandler {
   return async function mcpFetchHandler(request, context) {
+    // A handler with `auth` answers for its Protected Resource Metadata (RFC 9728) too.
+    if (handler.options.auth && request.url.includes(METADATA_PATH)) {
+      const metadata = handler.authMetadataResponse(request.method, new URL(request.url));
+      if (metadata) return new Response(metadata.body ?? null, { status: metadata.status, headers: metadata.headers });
+    }
     const authInfo = context?.authInfo ?? (await options.getAuthInfo?.(request));
     return new Promise<Response>((resolve, reject) => {
       const req = webCoreRequest(request, authInfo, options.localAddress);

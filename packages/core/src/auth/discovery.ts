@@ -1,0 +1,67 @@
+/**
+ * An authorization server's metadata (RFC 8414), found from its issuer identifier: the
+ * `oauth-authorization-server` well-known URL first, then OpenID Connect's `openid-configuration`
+ * (appended to the issuer, then inserted before its path). Its `issuer` must be the configured one,
+ * character for character (RFC 8414 §3.3): no trailing-slash normalisation, as tokens carry it.
+ */
+export interface AuthorizationServerMetadata {
+  issuer: string;
+  jwks_uri?: string;
+  introspection_endpoint?: string;
+  [key: string]: unknown;
+}
+
+/** A metadata request that takes longer than this fails (and is tried again by a later request). */
+const TIMEOUT_MS = 5_000;
+/** A failed discovery is not tried again for this long: requests meanwhile get the same failure (503), not a request each. */
+const RETRY_AFTER_MS = 1_000;
+
+export function discoveryUrls(issuer: string): string[] {
+  const url = new URL(issuer);
+  const path = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
+  return [
+    `${url.origin}/.well-known/oauth-authorization-server${path}`,
+    `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`,
+    `${url.origin}/.well-known/openid-configuration${path}`,
+  ].filter((u, i, all) => all.indexOf(u) === i);
+}
+
+export async function fetchAuthorizationServerMetadata(issuer: string): Promise<AuthorizationServerMetadata> {
+  const tried: string[] = [];
+  for (const url of discoveryUrls(issuer)) {
+    const response = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(TIMEOUT_MS) });
+    if (response.status === 404) {
+      await response.body?.cancel();
+      tried.push(url);
+      continue;
+    }
+    if (!response.ok) throw new Error(`authorization server metadata at ${url} answered ${response.status}`);
+    const metadata = (await response.json()) as AuthorizationServerMetadata;
+    if (metadata?.issuer !== issuer) {
+      throw new Error(
+        `authorization server metadata at ${url} names the issuer ${JSON.stringify(metadata?.issuer)}, not ${JSON.stringify(issuer)}`,
+      );
+    }
+    return metadata;
+  }
+  throw new Error(`no authorization server metadata for ${issuer} (404 at ${tried.join(', ')})`);
+}
+
+/** One discovery per issuer and verifier, kept once it succeeded. */
+export class Discovery {
+  private found: Promise<AuthorizationServerMetadata> | undefined;
+  private failedAt = 0;
+
+  constructor(private readonly issuer: string) {}
+
+  metadata(): Promise<AuthorizationServerMetadata> {
+    if (this.found && !(this.failedAt > 0 && Date.now() - this.failedAt >= RETRY_AFTER_MS)) return this.found;
+    this.failedAt = 0;
+    const found = fetchAuthorizationServerMetadata(this.issuer);
+    this.found = found;
+    found.catch(() => {
+      if (this.found === found) this.failedAt = Date.now();
+    });
+    return found;
+  }
+}

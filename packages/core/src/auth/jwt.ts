@@ -1,0 +1,119 @@
+import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import type { AuthInfo } from '../ports/mcp.js';
+import { Discovery } from './discovery.js';
+import { InsufficientScopeError, InvalidTokenError } from './errors.js';
+import type { TokenVerifier } from './options.js';
+
+export interface JwtVerifierOptions {
+  /** The authorization server's issuer identifier, exactly as its metadata and its tokens' `iss` say it. */
+  issuer: string;
+  /** The audience a token must name. Default: the endpoint's resource (RFC 8707), which is what MCP requires. */
+  audience?: string | string[];
+  /**
+   * The signature algorithms accepted. Default: the asymmetric ones (`RS*`, `PS*`, `ES*`, `EdDSA`,
+   * `Ed25519`); never `none`, and no `HS*` unless named here (a shared secret is no JWKS's business).
+   */
+  algorithms?: string[];
+  /**
+   * Where the issuer's keys are. Default: `jwks_uri` of the issuer's metadata (RFC 8414
+   * `/.well-known/oauth-authorization-server`, then OpenID Connect's `openid-configuration`).
+   */
+  jwksUri?: string;
+  /** Leeway for `exp` and `nbf`, in seconds, for clocks that drift. Default `5`. */
+  clockToleranceSec?: number;
+  /** Scopes every token must carry, checked here (`403 insufficient_scope` without them). Default: none. */
+  requiredScopes?: string[];
+}
+
+const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+
+/**
+ * Verifies JWT access tokens (RFC 9068) with `jose` against the issuer's JWKS: fetched once (from
+ * the issuer's metadata unless `jwksUri` is given), cached, and fetched again when a token names a
+ * key it does not hold (at most every 30 s). Checks the signature, the algorithm (pinned), `iss`
+ * (exactly), `aud` (the resource), `exp` and `nbf`. The identity: `clientId` from `client_id`
+ * (or `azp`), `scopes` from `scope` (or `scp`), `expiresAt` from `exp`, and every claim in
+ * `extra` (so `extra.sub` is the user).
+ *
+ * @example
+ * ```ts source="../../examples/core.examples.ts#jwtVerifier"
+ * const verifier = jwtVerifier({ issuer: 'https://tenant.eu.auth0.com/', algorithms: ['RS256'] });
+ * ```
+ */
+export function jwtVerifier(options: JwtVerifierOptions): TokenVerifier {
+  const { issuer } = options;
+  if (typeof issuer !== 'string' || !URL.canParse(issuer))
+    throw new TypeError(`jwtVerifier: issuer must be a URL, got ${JSON.stringify(issuer)}`);
+  const algorithms = options.algorithms ?? ASYMMETRIC;
+  if (
+    !Array.isArray(algorithms) ||
+    algorithms.length === 0 ||
+    algorithms.some((a) => typeof a !== 'string' || a.toLowerCase() === 'none')
+  ) {
+    throw new TypeError(`jwtVerifier: algorithms must list signature algorithms, never "none"; got ${JSON.stringify(options.algorithms)}`);
+  }
+  const clockTolerance = options.clockToleranceSec ?? 5;
+  const required = options.requiredScopes ?? [];
+  const discovery = options.jwksUri === undefined ? new Discovery(issuer) : undefined;
+  let keys: Promise<JWTVerifyGetKey> | undefined;
+  const jwks = (): Promise<JWTVerifyGetKey> => {
+    if (keys) return keys;
+    const made = discovery
+      ? discovery.metadata().then((metadata) => {
+          if (typeof metadata.jwks_uri !== 'string') throw new Error(`the metadata of ${issuer} has no jwks_uri`);
+          return createRemoteJWKSet(new URL(metadata.jwks_uri));
+        })
+      : Promise.resolve(createRemoteJWKSet(new URL(options.jwksUri!)));
+    keys = made;
+    // A failed discovery is tried again by a later request (the Discovery paces it).
+    made.catch(() => {
+      if (keys === made) keys = undefined;
+    });
+    return made;
+  };
+  return async function verifyJwt(token, ctx): Promise<AuthInfo> {
+    const getKey = await jwks();
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, getKey, { issuer, audience: options.audience ?? ctx.resource, algorithms, clockTolerance }));
+    } catch (error) {
+      throw refusalOf(error);
+    }
+    const info = authInfoOf(token, payload, ctx.resource);
+    if (required.length > 0 && !required.every((s) => info.scopes.includes(s))) throw new InsufficientScopeError(required);
+    return info;
+  };
+}
+
+/** The identity a verified JWT stands for, in the SDK's `AuthInfo` shape. */
+function authInfoOf(token: string, payload: JWTPayload, resource: string): AuthInfo {
+  const clientId = [payload.client_id, payload.azp].find((c): c is string => typeof c === 'string') ?? '';
+  const scope = payload.scope ?? payload.scp;
+  const scopes =
+    typeof scope === 'string' ? scope.split(' ').filter(Boolean) : Array.isArray(scope) ? scope.filter((s) => typeof s === 'string') : [];
+  return { token, clientId, scopes, expiresAt: payload.exp, resource: new URL(resource), extra: { ...payload } };
+}
+
+/**
+ * What a refused token tells the client: which check failed, in words of our own (jose's messages
+ * quote claims). A failure to fetch the keys is not the token's fault and is thrown as it is (503).
+ */
+function refusalOf(error: unknown): Error {
+  if (error instanceof errors.JWTExpired) return new InvalidTokenError('the access token expired');
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    if (error.claim === 'nbf' || error.claim === 'iat') return new InvalidTokenError('the access token is not valid yet');
+    if (error.claim === 'iss') return new InvalidTokenError('the access token was issued by another issuer');
+    if (error.claim === 'aud') return new InvalidTokenError('the access token was issued for another resource (audience)');
+    return new InvalidTokenError(`the access token's ${error.claim} claim is not valid`);
+  }
+  if (error instanceof errors.JWSSignatureVerificationFailed) return new InvalidTokenError('the access token signature does not verify');
+  if (error instanceof errors.JWKSNoMatchingKey)
+    return new InvalidTokenError('the access token is signed with a key the issuer does not publish');
+  if (error instanceof errors.JWKSMultipleMatchingKeys) return new InvalidTokenError('the access token names no single key of the issuer');
+  if (error instanceof errors.JOSEAlgNotAllowed)
+    return new InvalidTokenError('the access token is signed with an algorithm this server does not accept');
+  if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid || error instanceof errors.JOSENotSupported) {
+    return new InvalidTokenError('the access token is not a valid JWT');
+  }
+  return error instanceof Error ? error : new Error(String(error));
+}

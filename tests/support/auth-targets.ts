@@ -1,0 +1,119 @@
+/**
+ * Every way of serving an mcp-kit handler with `auth`, in this process, so a test can build the
+ * handler itself (its verifier is a function): Express (`mcpExpress` + `mcpAuthMetadata`, and
+ * `mcpFirst`), Koa (`mcpKoa` with a path), Next's route handlers (`mcpNext` +
+ * `mcpNextAuthMetadata`, called as `next start` calls them: a fetch `Request` per request) and the
+ * bare fetch handler. Each listens on 127.0.0.1 and a free port, and is closed by the test.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import express from 'express';
+import Koa from 'koa';
+import { toFetchHandler, type McpHandler } from '@mcp-kit/core';
+import { mcpAuthMetadata, mcpExpress, mcpFirst } from '@mcp-kit/express';
+import { mcpKoa } from '@mcp-kit/koa';
+import { mcpNext, mcpNextAuthMetadata } from '@mcp-kit/next';
+
+export interface AuthTarget {
+  name: string;
+  /** Serves `handler` at `/mcp` (and its metadata); resolves with the origin, e.g. `http://127.0.0.1:1234`. */
+  start(handler: McpHandler): Promise<Served>;
+}
+
+export interface Served {
+  origin: string;
+  close(): Promise<void>;
+}
+
+async function listen(server: Server, handler: McpHandler): Promise<Served> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      await handler.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Serves a node request with a fetch handler, streaming the answer, as a fetch runtime would. */
+export async function serveFetch(
+  fetchHandler: (r: Request) => Promise<Response>,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const aborted = new AbortController();
+  res.on('close', () => aborted.abort());
+  const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
+  const request = new Request(`http://${req.headers.host}${req.url}`, {
+    method: req.method,
+    headers: req.headers as Record<string, string>,
+    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
+    signal: aborted.signal,
+    ...(hasBody ? { duplex: 'half' } : {}),
+  } as RequestInit);
+  const response = await fetchHandler(request);
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  if (!response.body) return void res.end();
+  try {
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
+  } catch {
+    // The client left.
+  }
+  res.end();
+}
+
+type Routes = Record<string, ((request: Request) => Promise<Response>) | undefined>;
+
+export const authTargets: AuthTarget[] = [
+  {
+    name: 'express',
+    start(handler) {
+      const app = express();
+      app.use(mcpAuthMetadata(handler));
+      app.use('/mcp', mcpExpress(handler));
+      return listen(createServer(app), handler);
+    },
+  },
+  {
+    name: 'express mcpFirst',
+    start(handler) {
+      return listen(createServer(mcpFirst(express(), handler, { path: '/mcp' })), handler);
+    },
+  },
+  {
+    name: 'koa',
+    start(handler) {
+      const app = new Koa();
+      app.use(mcpKoa(handler, { path: '/mcp' }));
+      return listen(createServer(app.callback()), handler);
+    },
+  },
+  {
+    // What app/mcp/route.ts and app/.well-known/oauth-protected-resource/[[...path]]/route.ts export.
+    name: 'next routes',
+    start(handler) {
+      const mcp: Routes = { ...mcpNext(handler) };
+      const metadata: Routes = { ...mcpNextAuthMetadata(handler) };
+      const notFound = async () => new Response(null, { status: 404 });
+      const server = createServer((req, res) => {
+        const path = (req.url ?? '/').split('?')[0]!;
+        const routes = path === '/mcp' ? mcp : path.startsWith('/.well-known/oauth-protected-resource') ? metadata : {};
+        void serveFetch(routes[req.method ?? 'GET'] ?? notFound, req, res);
+      });
+      return listen(server, handler);
+    },
+  },
+  {
+    name: 'fetch',
+    start(handler) {
+      const fetchHandler = toFetchHandler(handler, { localAddress: '127.0.0.1' });
+      return listen(
+        createServer((req, res) => void serveFetch(fetchHandler, req, res)),
+        handler,
+      );
+    },
+  },
+];
