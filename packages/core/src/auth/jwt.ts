@@ -21,6 +21,12 @@ export interface JwtVerifierOptions {
   jwksUri?: string;
   /** Leeway for `exp` and `nbf`, in seconds, for clocks that drift. Default `5`. */
   clockToleranceSec?: number;
+  /**
+   * A token naming a key the cached JWKS lacks makes the JWKS be fetched again, at most once per
+   * this many ms (a flood of tokens with made-up key ids must not become a flood of requests to the
+   * issuer). An issuer that rotates keys publishes the new one before signing with it. Default `30_000`.
+   */
+  jwksCooldownMs?: number;
   /** Scopes every token must carry, checked here (`403 insufficient_scope` without them). Default: none. */
   requiredScopes?: string[];
 }
@@ -30,7 +36,7 @@ const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256
 /**
  * Verifies JWT access tokens (RFC 9068) with `jose` against the issuer's JWKS: fetched once (from
  * the issuer's metadata unless `jwksUri` is given), cached, and fetched again when a token names a
- * key it does not hold (at most every 30 s). Checks the signature, the algorithm (pinned), `iss`
+ * key it does not hold (at most every `jwksCooldownMs`). Checks the signature, the algorithm (pinned), `iss`
  * (exactly), `aud` (the resource), `exp` and `nbf`. The identity: `clientId` from `client_id`
  * (or `azp`), `scopes` from `scope` (or `scp`), `expiresAt` from `exp`, and every claim in
  * `extra` (so `extra.sub` is the user).
@@ -54,6 +60,7 @@ export function jwtVerifier(options: JwtVerifierOptions): TokenVerifier {
   }
   const clockTolerance = options.clockToleranceSec ?? 5;
   const required = options.requiredScopes ?? [];
+  const remote = { cooldownDuration: options.jwksCooldownMs ?? 30_000 };
   const discovery = options.jwksUri === undefined ? new Discovery(issuer) : undefined;
   let keys: Promise<JWTVerifyGetKey> | undefined;
   const jwks = (): Promise<JWTVerifyGetKey> => {
@@ -61,9 +68,9 @@ export function jwtVerifier(options: JwtVerifierOptions): TokenVerifier {
     const made = discovery
       ? discovery.metadata().then((metadata) => {
           if (typeof metadata.jwks_uri !== 'string') throw new Error(`the metadata of ${issuer} has no jwks_uri`);
-          return createRemoteJWKSet(new URL(metadata.jwks_uri));
+          return createRemoteJWKSet(new URL(metadata.jwks_uri), remote);
         })
-      : Promise.resolve(createRemoteJWKSet(new URL(options.jwksUri!)));
+      : Promise.resolve(createRemoteJWKSet(new URL(options.jwksUri!), remote));
     keys = made;
     // A failed discovery is tried again by a later request (the Discovery paces it).
     made.catch(() => {

@@ -1,0 +1,253 @@
+/**
+ * The token verifiers against a real local issuer (tests/support/token-issuer.ts): `jwtVerifier`
+ * finds the JWKS from the issuer's RFC 8414 metadata, fetches it once, fetches it again for a key
+ * it does not know (a rotation) but not for every such token; `introspectionVerifier` asks the
+ * RFC 7662 endpoint with its client credentials, refuses inactive tokens and other audiences, and
+ * reuses an answer briefly. A verifier that fails (not the token) answers 503; a handler's `auth`
+ * is checked when it is created.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import express from 'express';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  createMcpHandler,
+  introspectionVerifier,
+  InvalidTokenError,
+  jwtVerifier,
+  type AuthOptions,
+  type McpHandler,
+  type TokenVerifier,
+} from '@mcp-kit/core';
+import { mcpExpress } from '@mcp-kit/express';
+import { createFixtureServer } from '@mcp-kit/fixtures';
+import { modernAnswer } from '../support/modern.js';
+import { initializeRequest, PROTOCOL } from '../support/sse.js';
+import { startTokenIssuer, type TokenIssuer } from '../support/token-issuer.js';
+
+let issuer: TokenIssuer;
+beforeAll(async () => {
+  issuer = await startTokenIssuer();
+});
+afterAll(async () => {
+  await issuer?.close();
+});
+
+let running: { handler: McpHandler; close(): Promise<void> } | undefined;
+afterEach(async () => {
+  await running?.close();
+  running = undefined;
+});
+
+/** An Express app whose `getAuthInfo` claims to be `claimed`, serving a handler with `auth`. */
+async function serve(auth: Partial<AuthOptions>, errors: Error[] = []): Promise<string> {
+  const handler = createMcpHandler({
+    server: () => createFixtureServer(),
+    onError: (e) => errors.push(e),
+    auth: { authorizationServers: [issuer.issuer], verifier: jwtVerifier({ issuer: issuer.issuer }), ...auth },
+  });
+  const app = express();
+  app.use('/mcp', mcpExpress(handler));
+  const server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  running = {
+    handler,
+    async close() {
+      await handler.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+}
+
+const initialize = (url: string, token: string) =>
+  fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': PROTOCOL,
+      authorization: `Bearer ${token}`,
+    },
+    body: JSON.stringify(initializeRequest(1)),
+  });
+
+const descriptionOf = (response: Response) => /error_description="([^"]*)"/.exec(response.headers.get('www-authenticate') ?? '')?.[1];
+
+describe('jwtVerifier', () => {
+  it('reads the metadata and the JWKS once for many requests, and not again for each token of an unknown key', async () => {
+    const url = await serve({});
+    const before = { ...issuer.hits };
+    const fetched = (path: string) => (issuer.hits[path] ?? 0) - (before[path] ?? 0);
+    for (let i = 0; i < 5; i++) {
+      const response = await initialize(url, await issuer.jwt(url));
+      expect(response.status).toBe(200);
+      await modernAnswer(response);
+    }
+    expect(fetched('/.well-known/oauth-authorization-server')).toBe(1);
+    expect(fetched('/jwks')).toBe(1);
+
+    // A key the issuer does not publish: refused; the JWKS is not fetched for each such token (30 s cooldown).
+    for (let i = 0; i < 3; i++) {
+      const refused = await initialize(url, await issuer.jwt(url, { unpublishedKey: true }));
+      expect(refused.status).toBe(401);
+      expect(descriptionOf(refused)).toBe('the access token is signed with a key the issuer does not publish');
+    }
+    expect(fetched('/jwks')).toBe(1);
+  });
+
+  it('a key published after the JWKS was read (a rotation) is accepted once the cooldown is over, with one fetch more', async () => {
+    const cooldownMs = 300;
+    const url = await serve({
+      verifier: jwtVerifier({ issuer: issuer.issuer, jwksUri: `${issuer.issuer}/jwks`, jwksCooldownMs: cooldownMs }),
+    });
+    const before = issuer.hits['/jwks'] ?? 0;
+    await modernAnswer(await initialize(url, await issuer.jwt(url)));
+    const fetchedAt = Date.now();
+    await issuer.rotate();
+    const token = await issuer.jwt(url);
+    // Within the cooldown the JWKS is not fetched again: the new key is unknown yet.
+    if (Date.now() < fetchedAt + cooldownMs - 50) expect((await initialize(url, token)).status).toBe(401);
+    // The cooldown is a time, not an event: wait it out.
+    await new Promise((r) => setTimeout(r, fetchedAt + cooldownMs + 20 - Date.now()));
+    const rotated = await initialize(url, token);
+    expect(rotated.status).toBe(200);
+    await modernAnswer(rotated);
+    expect((issuer.hits['/jwks'] ?? 0) - before).toBe(2);
+  });
+
+  it('compares the issuer exactly: a trailing slash is another issuer, refused at discovery (503) and in tokens (401)', async () => {
+    const errors: Error[] = [];
+    const url = await serve({ verifier: jwtVerifier({ issuer: `${issuer.issuer}/` }) }, errors);
+    const response = await initialize(url, await issuer.jwt(url, { claims: { iss: `${issuer.issuer}/` } }));
+    // The metadata names the issuer without the slash: not this verifier's authorization server.
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('1');
+    expect(errors.map((e) => e.message).join('\n')).toMatch(/names the issuer .* not /);
+  });
+
+  it('requiredScopes: a token without them gets 403 insufficient_scope naming them', async () => {
+    const url = await serve({ verifier: jwtVerifier({ issuer: issuer.issuer, requiredScopes: ['mcp:admin'] }) });
+    const response = await initialize(url, await issuer.jwt(url));
+    expect(response.status).toBe(403);
+    expect(response.headers.get('www-authenticate')).toMatch(/^Bearer error="insufficient_scope", .*scope="mcp:admin"/);
+  });
+
+  it('refuses options that would accept anything: alg none, no issuer', () => {
+    expect(() => jwtVerifier({ issuer: issuer.issuer, algorithms: ['ES256', 'none'] })).toThrow(/never "none"/);
+    expect(() => jwtVerifier({ issuer: 'not a url' })).toThrow(/issuer must be a URL/);
+  });
+});
+
+describe('introspectionVerifier', () => {
+  const now = () => Math.floor(Date.now() / 1000);
+  const verifier = (options: Partial<Parameters<typeof introspectionVerifier>[0]> = {}) =>
+    introspectionVerifier({ issuer: issuer.issuer, ...issuer.introspectionClient, ...options });
+
+  it('accepts an active token for this resource and reuses the answer; refuses inactive, expired and foreign ones', async () => {
+    const url = await serve({ verifier: verifier() });
+    const good = issuer.opaque({ active: true, aud: url, scope: 'mcp', client_id: 'client-o', sub: 'olga', exp: now() + 600 });
+    const before = issuer.hits['/introspect'] ?? 0;
+    for (let i = 0; i < 3; i++) {
+      const response = await initialize(url, good);
+      expect(response.status).toBe(200);
+      await modernAnswer(response);
+    }
+    expect((issuer.hits['/introspect'] ?? 0) - before).toBe(1);
+
+    const refusals: [string, string][] = [
+      [issuer.opaque({ active: false }), 'the access token is not active (expired, revoked or unknown)'],
+      [
+        issuer.opaque({ active: true, aud: 'http://elsewhere.test/mcp', exp: now() + 600 }),
+        'the access token was issued for another resource (audience)',
+      ],
+      [issuer.opaque({ active: true, aud: url, exp: now() - 5 }), 'the access token expired'],
+      [issuer.opaque({ active: true, exp: now() + 600 }), 'the access token was issued for another resource (audience)'],
+      ['never-issued', 'the access token is not active (expired, revoked or unknown)'],
+    ];
+    for (const [token, description] of refusals) {
+      const response = await initialize(url, token);
+      expect(response.status).toBe(401);
+      expect(descriptionOf(response)).toBe(description);
+    }
+  });
+
+  it('never reuses an answer past the token expiry', async () => {
+    const url = await serve({ verifier: verifier({ cacheMs: 60_000 }) });
+    // Expires within the second: the answer may not be reused after that.
+    const exp = now() + 1;
+    const token = issuer.opaque({ active: true, aud: url, scope: 'mcp', client_id: 'c', exp });
+    expect((await initialize(url, token)).status).toBe(200);
+    while (Date.now() < exp * 1000) await new Promise((r) => setTimeout(r, exp * 1000 - Date.now()));
+    const later = await initialize(url, token);
+    expect(later.status).toBe(401);
+    expect(descriptionOf(later)).toBe('the access token expired');
+  });
+
+  it('an authorization server that refuses the credentials makes a 503, reported, not a 401', async () => {
+    const errors: Error[] = [];
+    const url = await serve({ verifier: verifier({ clientSecret: 'wrong' }) }, errors);
+    const response = await initialize(url, issuer.opaque({ active: true, aud: url }));
+    expect(response.status).toBe(503);
+    expect(errors.at(-1)?.message).toMatch(/introspection .* answered 401/);
+  });
+});
+
+describe('the auth option', () => {
+  it('the verified identity wins over what getAuthInfo says; a custom verifier gets the resource', async () => {
+    const seen: { token: string; resource: string }[] = [];
+    const custom: TokenVerifier = async (token, ctx) => {
+      seen.push({ token, resource: ctx.resource });
+      if (token !== 'letmein') throw new InvalidTokenError('unknown token');
+      return { token, clientId: 'custom', scopes: [], extra: { sub: 'carol' } };
+    };
+    const handler = createMcpHandler({
+      server: () => createFixtureServer(),
+      auth: { authorizationServers: [issuer.issuer], verifier: custom },
+    });
+    const app = express();
+    // An auth middleware that says someone else made the request.
+    app.use('/mcp', mcpExpress(handler, { getAuthInfo: () => ({ token: 'x', clientId: 'mallory', scopes: [] }) }));
+    const server = createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    running = {
+      handler,
+      async close() {
+        await handler.close();
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      },
+    };
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+    const refused = await initialize(url, 'nope');
+    expect(refused.status).toBe(401);
+    expect(descriptionOf(refused)).toBe('unknown token');
+    const accepted = await initialize(`${url}?x=1`, 'letmein');
+    expect(accepted.status).toBe(200);
+    await modernAnswer(accepted);
+    expect(seen).toEqual([
+      { token: 'nope', resource: url },
+      // The resource has no query.
+      { token: 'letmein', resource: url },
+    ]);
+  });
+
+  it('a verifier that throws something other than InvalidTokenError answers 503 and is reported', async () => {
+    const errors: Error[] = [];
+    const url = await serve({ verifier: async () => Promise.reject(new Error('database down')) }, errors);
+    const response = await initialize(url, 'anything');
+    expect(response.status).toBe(503);
+    expect((await response.json()).error.message).toMatch(/could not be checked now/);
+    expect(errors.map((e) => e.message)).toEqual(['auth.verifier failed: database down']);
+  });
+
+  it('is checked when the handler is created', () => {
+    const make = (auth: unknown) => () => createMcpHandler({ server: () => createFixtureServer(), auth: auth as AuthOptions });
+    const verifier = async () => ({ token: '', clientId: '', scopes: [] });
+    expect(make({ verifier })).toThrow(/authorizationServers/);
+    expect(make({ authorizationServers: [issuer.issuer] })).toThrow(/verifier/);
+    expect(make({ authorizationServers: [issuer.issuer], verifier, scopes: ['a b'] })).toThrow(/scopes/);
+    expect(make({ authorizationServers: [issuer.issuer], verifier, resource: 'https://x.test/mcp#frag' })).toThrow(/resource/);
+  });
+});
