@@ -1,4 +1,5 @@
 import type { MetadataResponse, ProtectedResourceMetadata } from './auth/metadata.js';
+import { ClusterLayer } from './cluster/layer.js';
 import { EngineContext } from './engine/context.js';
 import { serveDelete } from './engine/delete.js';
 import { serveGet } from './engine/get.js';
@@ -21,6 +22,8 @@ export class McpHandler {
 
   constructor(options: McpHandlerOptions) {
     this.ctx = new EngineContext(resolveOptions(options));
+    // The cluster layer sits above the engine, which reaches it only through its port.
+    if (this.ctx.options.cluster) this.ctx.cluster = new ClusterLayer(this.ctx);
     this.options = this.ctx.options;
   }
 
@@ -62,14 +65,14 @@ export class McpHandler {
       const v = checkHostAndOrigin(header(req.headers, 'host'), header(req.headers, 'origin'), ctx.options);
       if (!v.ok) return sendRejection(res, v);
     }
-    if (method === 'POST') return servePost(ctx, req, res);
-    if (method === 'GET') return serveGet(ctx, req, res);
-    return serveDelete(ctx, req, res);
     // Nothing is read, looked up or created for a request without a valid token (auth/).
     if (ctx.options.auth) {
       const v = await ctx.options.auth.authenticate(req);
       if (!v.ok) return sendRejection(res, v);
     }
+    if (method === 'POST') return servePost(ctx, req, res);
+    if (method === 'GET') return serveGet(ctx, req, res);
+    return serveDelete(ctx, req, res);
   }
 
   /**
@@ -111,10 +114,7 @@ export class McpHandler {
     ctx.listeners.close();
     ctx.tasks?.close();
     await ctx.modern.close();
-    // Requests still being handed over keep the cluster until they are answered (their relayed
-    // streams end now, with the retry hint); only then does this instance leave it.
-    ctx.relays.endAll(ctx.options.retryMs);
-    while (ctx.handingOver.size > 0) await Promise.allSettled([...ctx.handingOver]);
+    await ctx.cluster?.leave(ctx.options.retryMs);
     ctx.clusterClosed = true;
     await ctx.options.cluster?.close?.();
     await ctx.options.eventStore.close?.();

@@ -24,5 +24,5 @@ export { resolveOptions } from './options.js';
 export type { ResolvedOptions } from './options.js';
 export { asError, settle } from './util/errors.js';
 export { positiveInt, nonNegativeInt } from './util/numbers.js';
-export { retainedBy } from './engine/retained.js';
-export type { Retained } from './engine/retained.js';
+export { retainedBy } from './retained.js';
+export type { Retained } from './retained.js';

@@ -6,7 +6,8 @@ import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
-import { handOver } from '../engine/drain.js';
+import { handOver } from './hand-over.js';
+import type { ClusterState } from './state.js';
 import { restore } from './locate.js';
 
 /**
@@ -18,16 +19,17 @@ type Forwarded = 'relayed' | 'unsent' | 'unanswered';
 
 /** Serves a request for another instance's session on that instance, relaying its answer as it comes. */
 export async function forward(
-  ctx: EngineContext,
+  layer: ClusterState,
   req: CoreRequest,
   res: CoreResponder,
   owner: SessionOwner,
   body: string | undefined,
 ): Promise<Forwarded> {
+  const { ctx } = layer;
   const request = { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url };
   const { telemetry } = ctx.options;
   // A relayed stream may be long-lived: a drain ends it with the others (see engine/drain.ts).
-  const relaying = ctx.relays.responder(res, req.method);
+  const relaying = layer.relays.responder(res, req.method);
   const sessionId = req.headers['mcp-session-id'];
   if (telemetry.on && typeof sessionId === 'string')
     telemetry.emit({ type: 'forward', at: Date.now(), session: telemetry.hash(sessionId), to: owner.instanceId });
@@ -49,21 +51,22 @@ export async function forward(
  * served here too: its tool would run twice (issue 27, items 2 and 9); 502 at once.
  */
 export async function forwardOrTakeOver(
-  ctx: EngineContext,
+  layer: ClusterState,
   req: CoreRequest,
   res: CoreResponder,
   remote: { sessionId: string; owner: SessionOwner },
   body: string | undefined,
 ): Promise<Session | undefined> {
-  let forwarded = await forward(ctx, req, res, remote.owner, body);
+  const { ctx } = layer;
+  let forwarded = await forward(layer, req, res, remote.owner, body);
   if (forwarded === 'relayed') return undefined;
   if (forwarded === 'unsent' || !runsWork(req)) {
     if (await ownerGone(ctx, remote.sessionId, remote.owner.instanceId)) {
       const found = await restore(ctx, req, remote.sessionId, principalOf(req.authInfo));
       if (found.kind === 'local') return found.session;
       if (found.kind === 'rejected') return void sendRejection(res, found.rejection);
-      if (found.kind === 'moved') return void (await handOver(ctx, req, res, body));
-      forwarded = await forward(ctx, req, res, found.owner, body);
+      if (found.kind === 'moved') return void (await handOver(layer, req, res, body));
+      forwarded = await forward(layer, req, res, found.owner, body);
       if (forwarded === 'relayed') return undefined;
     }
   }

@@ -5,7 +5,7 @@ import type { CoreRequest } from '../ports/http.js';
 import { asError } from '../util/errors.js';
 import { brieflyRetried } from '../util/retry.js';
 import type { EngineContext } from '../engine/context.js';
-import { rejected, type SessionResolution } from '../engine/resolve.js';
+import { rejected, type SessionResolution } from '../engine/cluster-port.js';
 import { answerLostCalls } from './lost-calls.js';
 
 const GONE = 'it expired, was deleted, or the server instance that held it is gone';

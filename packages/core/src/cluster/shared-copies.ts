@@ -7,6 +7,7 @@ import { instanceOfTag } from '../session/answer-tags.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
 import { reportLostEvents } from '../engine/resume.js';
+import type { ClusterState } from './state.js';
 import { answerLostStream } from './lost-calls.js';
 
 /**
@@ -56,9 +57,10 @@ export function routeShared(
 }
 
 /** What another instance of a shared cluster sends this one about a session held here. */
-export function receiveShared(ctx: EngineContext, message: ClusterMessage): void {
+export function receiveShared(layer: ClusterState, message: ClusterMessage): void {
+  const { ctx } = layer;
   if (message.kind === 'lost-events-answered') {
-    for (const answered of ctx.lostEventsAnswered.get(lostKey(message)) ?? []) answered();
+    for (const answered of layer.lostEventsAnswered.get(lostKey(message)) ?? []) answered();
     return;
   }
   const session = ctx.registry.get(message.sessionId);
@@ -100,8 +102,8 @@ const lostKey = (m: { sessionId: string; streamId: string }) => `${m.sessionId} 
  * the resume reads the answers from the store; `false` after {@link LOST_EVENTS_WAIT_MS} without
  * one (the writer is gone too, or the stream ended long ago), or when the post failed.
  */
-export async function askWriterToEndLost(ctx: EngineContext, sessionId: string, streamId: string, afterSeq: number): Promise<boolean> {
-  const cluster = ctx.options.cluster!;
+export async function askWriterToEndLost(layer: ClusterState, sessionId: string, streamId: string, afterSeq: number): Promise<boolean> {
+  const { ctx, cluster } = layer;
   const key = lostKey({ sessionId, streamId });
   let timer: ReturnType<typeof setTimeout> | undefined;
   let onAnswer: (() => void) | undefined;
@@ -111,8 +113,8 @@ export async function askWriterToEndLost(ctx: EngineContext, sessionId: string, 
     timer.unref?.();
   });
   // Several resumes of one stream may wait at once: each hears the answer.
-  const waiting = ctx.lostEventsAnswered.get(key) ?? new Set<() => void>();
-  ctx.lostEventsAnswered.set(key, waiting.add(onAnswer!));
+  const waiting = layer.lostEventsAnswered.get(key) ?? new Set<() => void>();
+  layer.lostEventsAnswered.set(key, waiting.add(onAnswer!));
   try {
     await cluster.post!('*', { kind: 'lost-events', sessionId, streamId, afterSeq, from: ctx.instanceId });
     return await answered;
@@ -122,7 +124,7 @@ export async function askWriterToEndLost(ctx: EngineContext, sessionId: string, 
   } finally {
     clearTimeout(timer);
     waiting.delete(onAnswer!);
-    if (waiting.size === 0) ctx.lostEventsAnswered.delete(key);
+    if (waiting.size === 0) layer.lostEventsAnswered.delete(key);
   }
 }
 

@@ -8,12 +8,11 @@ import { TASKS_EXTENSION } from '../modern/discover.js';
 import { ListenStreams } from '../modern/listen.js';
 import { Tasks } from '../modern/tasks.js';
 import { ModernServers } from '../modern/server-pool.js';
-import { Relays } from '../cluster/relayed-streams.js';
-import { receiveShared } from '../cluster/shared-copies.js';
 import { SessionRegistry } from '../session/registry.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import { brieflyRetried } from '../util/retry.js';
+import type { ClusterPort } from './cluster-port.js';
 
 /** Version assumed when a client sends no `MCP-Protocol-Version` (what the spec prescribes). */
 const DEFAULT_NEGOTIATED_VERSION = '2025-03-26';
@@ -41,35 +40,22 @@ export class EngineContext {
   closing = false;
   /** Set by drain(): new work goes to other instances (see engine/drain.ts). */
   draining = false;
-  /** Requests handed over while draining, to spread them over the peers. */
-  handOvers = 0;
   /** Set once close() has let go of the cluster: from then on nothing can be handed over. */
   clusterClosed = false;
-  /** Requests being handed over to peers now: close() lets them finish before it leaves the cluster. */
-  readonly handingOver = new Set<Promise<void>>();
-  /** Shared cluster: resumes waiting for a stream's writer to answer the requests the store lost (cluster/shared-copies.ts). */
-  readonly lostEventsAnswered = new Map<string, Set<() => void>>();
-  /** Streams relayed from other instances (ended apart by a drain, or when their peer goes silent). */
-  readonly relays: Relays;
+  /**
+   * The cluster layer (`cluster/`), set by the handler when `options.cluster` is given: what the
+   * verbs ask when a session is not here, or a stream is written elsewhere. `undefined` alone.
+   */
+  cluster: ClusterPort | undefined;
   /** What the verbs learned of a request, for its telemetry (filled only while somebody listens). */
   readonly facts = new WeakMap<CoreRequest, { era: 'legacy' | 'modern'; mcpMethod?: string; tool?: string }>();
 
   constructor(readonly options: ResolvedOptions) {
     this.registry = new SessionRegistry(options);
-    // A peer writes a keep-alive on a stream idle keepAliveMs: twice that in silence, it is frozen or cut off.
-    this.relays = new Relays(options.keepAliveMs * 2, options.retryMs);
     this.modern = new ModernServers(options, (message) => this.listeners.publish(message));
     this.instanceId = options.cluster?.instanceId ?? randomId();
     this.tasks = options.tasks ? new Tasks(this) : undefined;
     if (this.tasks) this.extensions[TASKS_EXTENSION] = {};
-    // A session another instance took over while this one was away is dropped here at once, as a
-    // hand-off (nothing stored is deleted): one session, one server (issue 20, item 1).
-    options.cluster?.onLost?.((sessionId) => {
-      const session = this.registry.get(sessionId);
-      if (session) void this.registry.handOff(session, options.retryMs);
-    });
-    // A shared cluster: what the client sent through another instance for a call running here.
-    if (options.cluster?.shared) options.cluster.onMessage?.((message) => receiveShared(this, message));
   }
 
   /**

@@ -1,9 +1,7 @@
 import { foreignPrincipal, sendRejection, unavailable } from '../http/errors.js';
 import { header, principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
-import { forwardOrTakeOver } from '../cluster/forward.js';
 import type { EngineContext } from './context.js';
-import { handOver } from './drain.js';
 import { resolveSession } from './resolve.js';
 
 /**
@@ -23,8 +21,9 @@ export async function serveDelete(ctx: EngineContext, req: CoreRequest, res: Cor
   const resolving = resolveSession(ctx, req, true);
   const found = resolving instanceof Promise ? await resolving : resolving;
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
-  if (found.kind === 'moved') return handOver(ctx, req, res, undefined);
-  const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, undefined) : found.session;
+  // Only the cluster resolves a session to `moved` or `remote`.
+  if (found.kind === 'moved') return ctx.cluster!.handOver(req, res, undefined);
+  const session = found.kind === 'remote' ? await ctx.cluster!.serveElsewhere(req, res, found, undefined) : found.session;
   if (!session) return;
   session.terminate(undefined, 'delete');
   answer(res, await ctx.registry.ends.ended(session.sessionId as string));

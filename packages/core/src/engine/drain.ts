@@ -1,69 +1,8 @@
-import { ErrorCode, reject, sendRejection, type Rejection } from '../http/errors.js';
-import { FORWARDED_HEADER, HANDED_OVER_HEADER, MOVED_HEADER, type SessionOwner } from '../ports/cluster.js';
-import type { CoreRequest, CoreResponder } from '../ports/http.js';
+import { ErrorCode, reject, type Rejection } from '../http/errors.js';
 import type { Session } from '../session/session.js';
-import { asError } from '../util/errors.js';
-import { fromPeer } from '../cluster/from-peer.js';
 import type { EngineContext } from './context.js';
 
-/**
- * Whether this request is this instance's to serve while it drains: one another instance
- * forwarded here because this instance owns its session (an answer to a question a running call
- * asked, a call on a busy session) is; anything a client sent here directly goes to a peer. In a
- * shared cluster there is no peer to hand it to, and any instance may serve it: it is served here
- * (the load balancer is to stop sending requests to a draining instance; a call still running at
- * the deadline ends with the lost-call error for its client).
- */
-export function servedWhileDraining(ctx: EngineContext, req: CoreRequest): boolean {
-  return ctx.options.cluster?.shared === true || fromPeer(ctx.options.cluster, req, FORWARDED_HEADER);
-}
-
-/**
- * Moves a request that reached a draining instance to a live peer, after handing off the session
- * it names if that session is here and idle (the peer restores it). Without a peer: 503 with
- * `Retry-After`, and the client comes back once another instance is up.
- */
-export async function handOver(
-  ctx: EngineContext,
-  req: CoreRequest,
-  res: CoreResponder,
-  body: string | undefined,
-  session?: Session,
-): Promise<void> {
-  const cluster = ctx.options.cluster;
-  // Forwarded here as to the owner of a session this instance has just let go (its call ended and
-  // the drain handed it off): the peer that sent it restores it. Handed to a peer again, it would
-  // come back here (or, carrying the hand-over mark, end as a 503 for the client).
-  if (!session && cluster && fromPeer(cluster, req, FORWARDED_HEADER)) return sendRejection(res, movedAway(ctx));
-  if (session?.idle && cluster?.handOff) await ctx.registry.handOff(session, ctx.options.retryMs);
-  let peers: SessionOwner[] = [];
-  try {
-    peers = (await cluster?.peers?.()) ?? [];
-  } catch (error) {
-    ctx.options.onError(asError(error, 'cluster peers failed'));
-  }
-  // A request a peer handed over here already: never back and forth.
-  if (peers.length === 0 || !cluster || fromPeer(cluster, req, HANDED_OVER_HEADER)) return sendRejection(res, draining(ctx));
-  const peer = peers[ctx.handOvers++ % peers.length]!;
-  try {
-    const request = { method: req.method.toUpperCase(), headers: req.headers, body, url: req.url, handOver: true };
-    const forwarding = cluster.forward(peer, request, ctx.relays.responder(res, req.method));
-    ctx.handingOver.add(forwarding);
-    await forwarding.finally(() => ctx.handingOver.delete(forwarding));
-  } catch (error) {
-    ctx.options.onError(asError(error, `handing a request over to instance ${peer.instanceId} failed`));
-    sendRejection(res, draining(ctx));
-  }
-}
-
-/** The answer {@link MOVED_HEADER} marks: the forwarding peer's `forward` rejects on it and never relays it. */
-function movedAway(ctx: EngineContext): Rejection {
-  return reject(503, ErrorCode.ServerError, 'Service Unavailable: this server instance let the session go; retry', {
-    'retry-after': '1',
-    [MOVED_HEADER]: ctx.instanceId,
-  });
-}
-
+/** What a request that a draining instance will not serve hears (alone, or with no peer to hand it to). */
 export function draining(ctx: EngineContext): Rejection {
   const retryAfter = String(Math.max(1, Math.ceil(ctx.options.retryMs / 1000)));
   return reject(503, ErrorCode.ServerError, 'Service Unavailable: this server instance is shutting down; retry', {
@@ -85,7 +24,7 @@ export async function drain(ctx: EngineContext, deadlineMs: number): Promise<voi
   ctx.draining = true;
   const { registry, options } = ctx;
   const deadline = Date.now() + deadlineMs;
-  const canHandOff = options.cluster?.handOff !== undefined;
+  const canHandOff = ctx.cluster?.handsOff ?? false;
   // With peers, polling clients resume there at once. Alone, this instance is where they come
   // back: their calls' answers, even those written while they were away, are theirs to fetch here.
   if (canHandOff) for (const session of registry.sessions.values()) session.endPollingConnections(options.retryMs);
@@ -107,5 +46,5 @@ export async function drain(ctx: EngineContext, deadlineMs: number): Promise<voi
   // listen stream) ends with the retry hint: its client comes back through a peer.
   ctx.listeners.close();
   for (const conn of [...registry.live]) conn.end(conn.pace ?? options.retryMs, 'shutdown');
-  ctx.relays.endAll(options.retryMs);
+  ctx.cluster?.endRelayed(options.retryMs);
 }

@@ -1,20 +1,16 @@
-import { parseEventId, parseWaitingCursor } from '../events/ids.js';
+import { parseWaitingCursor } from '../events/ids.js';
 import { ErrorCode, reject, sendRejection } from '../http/errors.js';
 import { checkAccept, header } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
-import { forwardOrTakeOver } from '../cluster/forward.js';
-import { askWriterToEndLost } from '../cluster/shared-copies.js';
-import { followRemote } from '../cluster/remote-resume.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
-import { handOver, servedWhileDraining } from './drain.js';
 import { resume } from './resume.js';
 import { resumeLater } from './resume-later.js';
 
 /**
- * `GET`: with `Last-Event-ID`, a client resuming a stream (here, or from the shared store for
- * another instance's session); without, the session's standalone stream for messages that belong
- * to no request.
+ * `GET`: with `Last-Event-ID`, a client resuming a stream (here; in a cluster, a stream written
+ * elsewhere is the cluster's to serve from the shared store); without, the session's standalone
+ * stream for messages that belong to no request.
  */
 export async function serveGet(ctx: EngineContext, req: CoreRequest, given: CoreResponder): Promise<void> {
   const v = checkAccept('GET', header(req.headers, 'accept'));
@@ -32,31 +28,15 @@ export async function serveGet(ctx: EngineContext, req: CoreRequest, given: Core
   const resolving = resolveSession(ctx, req);
   const found = resolving instanceof Promise ? await resolving : resolving;
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
-  // Draining: no stream starts here; the client follows its session from another instance (the
-  // owner's calls go on here, appending to the shared store).
-  if (found.kind === 'moved' || (ctx.draining && ctx.options.cluster && !servedWhileDraining(ctx, req))) {
-    return handOver(ctx, req, res, undefined, found.kind === 'local' ? found.session : undefined);
+  // Only the cluster resolves a session to `moved` or `remote`.
+  const cluster = ctx.cluster;
+  // Draining in a cluster: no stream starts here; the client follows its session from another
+  // instance (the owner's calls go on here, appending to the shared store).
+  if (found.kind === 'moved' || (ctx.draining && cluster && !cluster.servedWhileDraining(req))) {
+    return cluster!.handOver(req, res, undefined, found.kind === 'local' ? found.session : undefined);
   }
-  if (found.kind === 'remote' && resuming) {
-    const followed = await followRemote(ctx, res, found, lastEventId, ctx.polling(ctx.versionOf(req, undefined)));
-    if (followed !== 'refused') return;
-  }
-  // Shared: a stream another copy of the session writes (or wrote) is followed through the store.
-  if (found.kind === 'local' && resuming && ctx.options.cluster?.shared) {
-    const cursor = parseEventId(lastEventId);
-    if (cursor !== undefined && !found.session.activeStream(cursor.streamId)) {
-      const polling = ctx.polling(ctx.versionOf(req, found.session));
-      const sessionId = found.session.sessionId as string;
-      const followed = await followRemote(ctx, res, { sessionId }, lastEventId, polling);
-      if (followed !== 'refused') return;
-      // The store cannot replay what the client missed: the copy that writes the stream answers its
-      // requests in the store with an error, read from there (else 404/410, below).
-      if (await askWriterToEndLost(ctx, sessionId, cursor.streamId, cursor.seq)) {
-        if ((await followRemote(ctx, res, { sessionId }, lastEventId, polling)) !== 'refused') return;
-      }
-    }
-  }
-  const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, undefined) : found.session;
+  if (resuming && cluster && (await cluster.resumeElsewhere(req, res, found, lastEventId))) return;
+  const session = found.kind === 'remote' ? await cluster!.serveElsewhere(req, res, found, undefined) : found.session;
   if (!session) return;
   const polling = ctx.polling(ctx.versionOf(req, session));
   if (resuming) return resume(ctx, res, session, lastEventId, polling);

@@ -3,15 +3,12 @@ import { ErrorCode, reject, sendRejection, unavailable } from '../http/errors.js
 import { allowsBatches, parseMessages, readableId, type ParsedBody } from '../http/messages.js';
 import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
-import { forwardOrTakeOver } from '../cluster/forward.js';
-import { routeShared } from '../cluster/shared-copies.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
-import { brieflyRetried } from '../util/retry.js';
 import { serveModern, TASK_METHODS } from '../modern/serve.js';
 import { readJson } from './body.js';
 import { classifyPost, eraNotServed } from './classify.js';
-import { handOver, servedWhileDraining } from './drain.js';
+import { draining } from './drain.js';
 import { HeldResponse } from './held.js';
 import { keepAlive } from './call-lifetime.js';
 import type { EngineContext } from './context.js';
@@ -34,28 +31,33 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   // As it came (a framework's parser may have read it): relayed when the request goes elsewhere.
   const text = (): string => read.text ?? JSON.stringify(body);
   const era = classifyPost(body, req.headers);
-  // A tool that needs more scopes than the token has: 403 before a session or server sees the call (auth/).
-  const scoped = ctx.options.auth?.checkToolScopes(req, body);
-  if (scoped && !scoped.ok) return sendRejection(res, scoped, readableId(body));
   // These refuse the request before any session or server sees it: its id may be echoed.
   if (typeof era !== 'string') return sendRejection(res, era, readableId(body));
   if (!ctx.options.eras[era]) return sendRejection(res, eraNotServed(era, body, req.headers), readableId(body));
+  // A tool that needs more scopes than the token has: 403 before a session or server sees the call (auth/).
+  const scoped = ctx.options.auth?.checkToolScopes(req, body);
+  if (scoped && !scoped.ok) return sendRejection(res, scoped, readableId(body));
   if (ctx.options.telemetry.on) ctx.facts.set(req, factsOf(era, body));
   const sessionless = era === 'modern' || ctx.options.stateless || isInitialize(body);
   // Draining: nothing new starts here (without a cluster, a session's own requests still do, and
   // so do tasks/* for the tasks the drain waits for: issue 20, item 5).
   const forTask = era === 'modern' && TASK_METHODS.has((body as { method?: string }).method ?? '');
-  if (sessionless && ctx.draining && !forTask && !servedWhileDraining(ctx, req)) return handOver(ctx, req, res, text());
+  if (sessionless && ctx.draining && !forTask) {
+    if (!ctx.cluster) return sendRejection(res, draining(ctx));
+    if (!ctx.cluster.servedWhileDraining(req)) return ctx.cluster.handOver(req, res, text());
+  }
   if (era === 'modern') return serveModern(ctx, req, res, body);
   if (ctx.options.stateless) return serveStateless(ctx, req, res, body);
   if (isInitialize(body)) return serveInitialize(ctx, req, res, body);
   const resolving = resolveSession(ctx, req);
   const found = resolving instanceof Promise ? await resolving : resolving;
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
-  if (found.kind === 'moved' || (ctx.draining && ctx.options.cluster && !servedWhileDraining(ctx, req))) {
-    return handOver(ctx, req, res, text(), found.kind === 'local' ? found.session : undefined);
+  // Only the cluster resolves a session to `moved` or `remote`.
+  const cluster = ctx.cluster;
+  if (found.kind === 'moved' || (ctx.draining && cluster && !cluster.servedWhileDraining(req))) {
+    return cluster!.handOver(req, res, text(), found.kind === 'local' ? found.session : undefined);
   }
-  const session = found.kind === 'remote' ? await forwardOrTakeOver(ctx, req, res, found, text()) : found.session;
+  const session = found.kind === 'remote' ? await cluster!.serveElsewhere(req, res, found, text()) : found.session;
   if (!session) return;
   return serveInSession(ctx, req, res, session, body);
 }
@@ -73,17 +75,10 @@ async function serveInSession(ctx: EngineContext, req: CoreRequest, res: CoreRes
       );
     }
   }
-  if (ctx.options.cluster?.shared && ctx.options.cluster.post) {
-    // Answers and cancels for a call running on another instance go there (cluster/shared-copies.ts).
-    const { here, posted } = routeShared(ctx, session, parsed.messages);
-    if (posted.length > 0) {
-      try {
-        await Promise.all(posted);
-      } catch (error) {
-        ctx.options.onError(asError(error, 'cluster post failed'));
-        return sendRejection(res, unavailable('the session directory'));
-      }
-    }
+  if (ctx.cluster) {
+    // What belongs to a call running on another instance (a client's answer, a cancel) goes there.
+    const here = await ctx.cluster.routeMessages(session, parsed.messages);
+    if (!Array.isArray(here)) return sendRejection(res, here);
     parsed.messages = here;
   }
   if (parsed.requestIds.length === 0) {
@@ -136,15 +131,11 @@ async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreRe
   if (!(await respond(ctx, req, held || res, session, parsed, version))) session.terminate(undefined, 'error');
 }
 
-/** Records this instance as the session's owner before any instance can be asked for it (tried again at once on a blip). */
+/** In a cluster, records this instance as the session's owner before any instance can be asked for it. */
 async function claim(ctx: EngineContext, session: Session, res: CoreResponder): Promise<boolean> {
-  const cluster = ctx.options.cluster;
-  if (!cluster) return true;
-  const claiming = () => cluster.claim(session.sessionId as string, session.principal);
+  if (!ctx.cluster) return true;
   try {
-    await Promise.resolve()
-      .then(claiming)
-      .catch(() => brieflyRetried(claiming));
+    await ctx.cluster.claim(session);
     return true;
   } catch (error) {
     session.terminate(undefined);

@@ -1,24 +1,9 @@
-import { foreignPrincipal, reject, sessionNotFound, unavailable, ErrorCode, type Rejection } from '../http/errors.js';
+import { foreignPrincipal, reject, sessionNotFound, unavailable, ErrorCode } from '../http/errors.js';
 import { checkProtocolVersion, header, principalOf } from '../http/rules.js';
-import { FORWARDED_HEADER, type SessionOwner } from '../ports/cluster.js';
-import { fromPeer } from '../cluster/from-peer.js';
 import type { CoreRequest } from '../ports/http.js';
-import { locate, restore } from '../cluster/locate.js';
-import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
+import { rejected, type SessionResolution } from './cluster-port.js';
 import type { EngineContext } from './context.js';
-
-/** Where the session a request names lives: here, on another instance of the cluster, or nowhere it may use. */
-export type SessionResolution =
-  | { kind: 'local'; session: Session }
-  | { kind: 'remote'; sessionId: string; owner: SessionOwner }
-  /** Not here, and this instance is draining: it takes no session over; the request goes to a peer. */
-  | { kind: 'moved' }
-  | { kind: 'rejected'; rejection: Rejection };
-
-export function rejected(rejection: Rejection): SessionResolution {
-  return { kind: 'rejected', rejection };
-}
 
 /**
  * Finds the session a request names and checks the request may use it (same principal, a version
@@ -44,21 +29,13 @@ export function resolveSession(
     // Its client deleted it here, and Redis has not taken that yet: gone all the same, never
     // restored from the record still there (a peer forwards here while the owner record names this instance).
     if (ctx.registry.ends.deletedHere(id)) return rejected(sessionNotFound());
-    const cluster = ctx.options.cluster;
-    if (!cluster) return rejected(sessionNotFound());
-    if (!fromPeer(cluster, req, FORWARDED_HEADER)) return locate(ctx, req, id);
-    // Forwarded here as to the owner, but this instance just let the session go (a hand-off while
-    // draining): never bounced on, it is restored here from its record if it has one.
-    return cluster.takeOver ? restore(ctx, req, id, principalOf(req.authInfo)) : rejected(sessionNotFound());
+    // Alone, a session not here does not exist; in a cluster, it may be another instance's.
+    return ctx.cluster ? ctx.cluster.find(req, id) : rejected(sessionNotFound());
   }
-  // Back from a pause or a partition past its heartbeat window, this instance first drops the
-  // sessions a peer took over meanwhile: a stale copy never serves (issue 20, item 1).
-  // A shared cluster's check only drops copies of sessions deleted elsewhere meanwhile: a DELETE
-  // ends its copy without it (ending a session twice is harmless), so that Redis being down does
-  // not keep the session alive here; the end is owed to Redis until it takes it (issue 27, item 3).
-  // One check per request: after a gap that is not over yet (a shared cluster's bus connection
-  // still down), the cluster would ask for another at once, and the request would never be served.
-  const checking = confirmed || (deleting && ctx.options.cluster?.shared) ? undefined : ctx.options.cluster?.confirmOwnership?.();
+  // In a cluster, a copy held here may be stale (a peer took the session over while this instance
+  // was away): the cluster says so first. One check per request: after a gap that is not over yet,
+  // the cluster would ask for another at once, and the request would never be served.
+  const checking = confirmed ? undefined : ctx.cluster?.confirmHeld(deleting);
   if (checking) return afterOwnershipCheck(ctx, req, checking, deleting);
   if (session.principal !== undefined && session.principal !== principalOf(req.authInfo)) return rejected(foreignPrincipal());
   const version = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), ctx.supportedVersions);

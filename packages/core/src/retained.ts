@@ -1,5 +1,5 @@
-import type { McpHandler } from '../handler.js';
-import type { EngineContext } from './context.js';
+import type { McpHandler } from './handler.js';
+import type { EngineContext } from './engine/context.js';
 
 /** What a handler holds for its sessions, summed over them (see {@link retainedBy}). */
 export interface Retained {

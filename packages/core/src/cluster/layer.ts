@@ -1,0 +1,132 @@
+import { sessionNotFound, unavailable, type Rejection } from '../http/errors.js';
+import { principalOf } from '../http/rules.js';
+import { parseEventId } from '../events/ids.js';
+import { FORWARDED_HEADER, type SessionOwner } from '../ports/cluster.js';
+import type { CoreRequest, CoreResponder } from '../ports/http.js';
+import type { JSONRPCMessage } from '../ports/mcp.js';
+import type { Session } from '../session/session.js';
+import { asError } from '../util/errors.js';
+import { brieflyRetried } from '../util/retry.js';
+import { rejected, type ClusterPort, type SessionResolution } from '../engine/cluster-port.js';
+import type { EngineContext } from '../engine/context.js';
+import { forwardOrTakeOver } from './forward.js';
+import { fromPeer } from './from-peer.js';
+import { handOver, servedWhileDraining } from './hand-over.js';
+import { locate, restore } from './locate.js';
+import { followRemote } from './remote-resume.js';
+import { askWriterToEndLost, receiveShared, routeShared } from './shared-copies.js';
+import { ClusterState } from './state.js';
+
+/**
+ * The cluster layer: what the engine asks through its {@link ClusterPort}, served for either mode
+ * of `options.cluster`: forwarding (a session has one owner; peers forward its requests there and
+ * follow its streams from the shared store) or shared (`cluster.shared`: any instance serves a
+ * copy restored from the record; Redis is the only bus). Where the two modes differ, the branch
+ * is here, not in the verbs.
+ */
+export class ClusterLayer extends ClusterState implements ClusterPort {
+  constructor(ctx: EngineContext) {
+    super(ctx);
+    const { options } = ctx;
+    // A session another instance took over while this one was away is dropped here at once, as a
+    // hand-off (nothing stored is deleted): one session, one server (issue 20, item 1).
+    this.cluster.onLost?.((sessionId) => {
+      const session = ctx.registry.get(sessionId);
+      if (session) void ctx.registry.handOff(session, options.retryMs);
+    });
+    // A shared cluster: what the client sent through another instance for a call running here.
+    if (this.cluster.shared) this.cluster.onMessage?.((message) => receiveShared(this, message));
+  }
+
+  get handsOff(): boolean {
+    return this.cluster.handOff !== undefined;
+  }
+
+  find(req: CoreRequest, sessionId: string): Promise<SessionResolution> {
+    if (!fromPeer(this.cluster, req, FORWARDED_HEADER)) return locate(this.ctx, req, sessionId);
+    // Forwarded here as to the owner, but this instance just let the session go (a hand-off while
+    // draining): never bounced on, it is restored here from its record if it has one.
+    if (!this.cluster.takeOver) return Promise.resolve(rejected(sessionNotFound()));
+    return restore(this.ctx, req, sessionId, principalOf(req.authInfo));
+  }
+
+  confirmHeld(deleting: boolean): void | Promise<void> {
+    // Back from a pause or a partition past its heartbeat window, this instance first drops the
+    // sessions a peer took over meanwhile: a stale copy never serves (issue 20, item 1).
+    // A shared cluster's check only drops copies of sessions deleted elsewhere meanwhile: a DELETE
+    // ends its copy without it (ending a session twice is harmless), so that Redis being down does
+    // not keep the session alive here; the end is owed to Redis until it takes it (issue 27, item 3).
+    if (deleting && this.cluster.shared) return undefined;
+    return this.cluster.confirmOwnership?.();
+  }
+
+  serveElsewhere(
+    req: CoreRequest,
+    res: CoreResponder,
+    remote: { sessionId: string; owner: SessionOwner },
+    body: string | undefined,
+  ): Promise<Session | undefined> {
+    return forwardOrTakeOver(this, req, res, remote, body);
+  }
+
+  async resumeElsewhere(req: CoreRequest, res: CoreResponder, found: SessionResolution, lastEventId: string): Promise<boolean> {
+    const { ctx } = this;
+    // Forwarding: another instance's session is followed here, from the shared store.
+    if (found.kind === 'remote') {
+      return (await followRemote(ctx, res, found, lastEventId, ctx.polling(ctx.versionOf(req, undefined)))) !== 'refused';
+    }
+    // Shared: a stream another copy of the session writes (or wrote) is followed through the store.
+    if (found.kind !== 'local' || !this.cluster.shared) return false;
+    const cursor = parseEventId(lastEventId);
+    if (cursor === undefined || found.session.activeStream(cursor.streamId)) return false;
+    const polling = ctx.polling(ctx.versionOf(req, found.session));
+    const sessionId = found.session.sessionId as string;
+    if ((await followRemote(ctx, res, { sessionId }, lastEventId, polling)) !== 'refused') return true;
+    // The store cannot replay what the client missed: the copy that writes the stream answers its
+    // requests in the store with an error, read from there (else 404/410, from the engine).
+    if (!(await askWriterToEndLost(this, sessionId, cursor.streamId, cursor.seq))) return false;
+    return (await followRemote(ctx, res, { sessionId }, lastEventId, polling)) !== 'refused';
+  }
+
+  async routeMessages(session: Session, messages: JSONRPCMessage[]): Promise<JSONRPCMessage[] | Rejection> {
+    // Forwarding: every message of a session's POST reaches its owner, which runs its calls.
+    if (!this.cluster.shared || !this.cluster.post) return messages;
+    // Shared: answers and cancels for a call running on another instance go there.
+    const { here, posted } = routeShared(this.ctx, session, messages);
+    if (posted.length === 0) return here;
+    try {
+      await Promise.all(posted);
+    } catch (error) {
+      this.ctx.options.onError(asError(error, 'cluster post failed'));
+      return unavailable('the session directory');
+    }
+    return here;
+  }
+
+  async claim(session: Session): Promise<void> {
+    // Tried again at once on a blip.
+    const claiming = () => this.cluster.claim(session.sessionId as string, session.principal);
+    await Promise.resolve()
+      .then(claiming)
+      .catch(() => brieflyRetried(claiming));
+  }
+
+  servedWhileDraining(req: CoreRequest): boolean {
+    return servedWhileDraining(this, req);
+  }
+
+  handOver(req: CoreRequest, res: CoreResponder, body: string | undefined, session?: Session): Promise<void> {
+    return handOver(this, req, res, body, session);
+  }
+
+  endRelayed(retryMs: number): void {
+    this.relays.endAll(retryMs);
+  }
+
+  async leave(retryMs: number): Promise<void> {
+    // Requests still being handed over keep the cluster until they are answered (their relayed
+    // streams end now, with the retry hint); only then does this instance leave it.
+    this.relays.endAll(retryMs);
+    while (this.handingOver.size > 0) await Promise.allSettled([...this.handingOver]);
+  }
+}
