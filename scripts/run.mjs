@@ -62,7 +62,14 @@ function ensureSystemPackages() {
  * ~70 s on 2 cores (measured from `results/vitest-checks.json`; with the shared-cluster stage the
  * checks lane was the longer one by ~30 s, so verdict.test.ts went back to the vitest lane).
  */
-const CHECKS_LANE_TESTS = ['tests/reliability/fuzz.test.ts', 'tests/reliability/fuzz-modern.test.ts', 'tests/behaviour/modern.test.ts'];
+const CHECKS_LANE_TESTS = [
+  'tests/reliability/fuzz.test.ts',
+  'tests/reliability/fuzz-modern.test.ts',
+  'tests/behaviour/modern.test.ts',
+  // The packed packages installed with npm (issue 28): ~35 s on an idle machine, mostly npm writing
+  // Next.js; the vitest lane was the longer one by ~190 s (a fresh clone's run of f828caf).
+  'tests/packaging/packed-install.test.ts',
+];
 
 /**
  * The cluster suites that run a second time in a shared cluster (no internalUrl, issue 21), in the
