@@ -1,0 +1,120 @@
+// The layers of packages/core/src, bottom-up, checked by dependency-cruiser in `npm run lint`
+// (docs/design.md, "Layers"). A module may import its own layer and the layers below it; an
+// import that points up, or any import cycle (type-only imports included), fails the lint stage.
+// To move a file to another layer, change the list here in the same commit, and say why.
+const SRC = '^packages/core/src/';
+
+/** Bottom-up. `paths` are regular expressions under packages/core/src/. */
+const LAYERS = [
+  {
+    name: 'base',
+    holds: 'helpers with no MCP rule in them, and the ports: the contracts of stores, clusters, HTTP and MCP messages',
+    paths: ['util/', 'ports/'],
+  },
+  {
+    name: 'rules',
+    holds:
+      'pure rules and what needs no session: HTTP and JSON-RPC checks, event ids, the in-process stores, both SDK majors as the engine sees them, auth, options, the telemetry hub',
+    paths: ['http/', 'events/', 'tasks/', 'sdk/', 'auth/', 'options\\.ts$', 'telemetry/(events|hub|otel-conventions)\\.ts$'],
+  },
+  {
+    name: 'streams',
+    holds: 'SSE streams of one request or session: priming, frames, connections, closeSSEStream',
+    paths: ['streams/', 'telemetry/watch\\.ts$'],
+  },
+  {
+    name: 'session',
+    holds: 'a 2025-era session: its server, streams, record, registry, hibernation',
+    paths: ['session/'],
+  },
+  {
+    name: 'engine',
+    holds: 'the single-instance engine, per era: engine/ (2025 sessions: POST, GET, DELETE, drain) and modern/ (2026-07-28, Tasks)',
+    paths: ['engine/', 'modern/'],
+  },
+  {
+    name: 'cluster',
+    holds: 'what several instances add (forwarding and shared mode), behind the port engine/cluster-port.ts defines',
+    paths: ['cluster/'],
+  },
+  {
+    name: 'entry',
+    holds:
+      'the handler, the public and internal entries (and what the internal one reports of a handler), the bridges to node and fetch, the OpenTelemetry plugin',
+    paths: [
+      'handler\\.ts$',
+      'index\\.ts$',
+      'internal\\.ts$',
+      'retained\\.ts$',
+      'bridges/',
+      'telemetry/(request|otel|otel-metrics|otel-connections)\\.ts$',
+    ],
+  },
+];
+
+const pathsOf = (layers) => layers.flatMap((layer) => layer.paths.map((p) => SRC + p));
+
+/** One rule per layer: nothing in it imports a layer above it. */
+const pointDown = LAYERS.slice(0, -1).map((layer, i) => ({
+  name: `${layer.name}-points-down`,
+  comment: `the ${layer.name} layer (${layer.holds}) imports only itself and the layers below it: not ${LAYERS.slice(i + 1)
+    .map((l) => l.name)
+    .join(', ')}`,
+  severity: 'error',
+  from: { path: pathsOf([layer]) },
+  to: { path: pathsOf(LAYERS.slice(i + 1)) },
+}));
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-cycles',
+      comment: 'an import cycle in packages/core/src (type-only imports count): break it with a port or a type named by shape',
+      severity: 'error',
+      from: { path: SRC },
+      to: { circular: true },
+    },
+    {
+      name: 'engine-not-to-cluster',
+      comment:
+        'the single-instance engine never imports the cluster layer: it asks through the port it defines (engine/cluster-port.ts), which cluster/layer.ts implements',
+      severity: 'error',
+      from: { path: [SRC + 'engine/', SRC + 'modern/'] },
+      to: { path: SRC + 'cluster/' },
+    },
+    {
+      name: 'eras-apart',
+      comment:
+        'the 2026 engine (modern/) uses of engine/ only what both eras share (the context, the call lifetime, the cluster port), never a 2025 verb',
+      severity: 'error',
+      from: { path: SRC + 'modern/' },
+      to: { path: SRC + 'engine/', pathNot: SRC + 'engine/(context|call-lifetime|cluster-port)\\.ts$' },
+    },
+    ...pointDown,
+    {
+      name: 'in-a-layer',
+      comment: 'every module of packages/core/src belongs to a layer: add its path to LAYERS in .dependency-cruiser.cjs',
+      severity: 'error',
+      from: { path: SRC, pathNot: pathsOf(LAYERS) },
+      to: {},
+    },
+    {
+      name: 'resolvable',
+      comment: 'an import that resolves to no file',
+      severity: 'error',
+      from: { path: SRC },
+      to: {
+        couldNotResolve: true,
+        dependencyTypesNot: ['npm', 'npm-dev', 'npm-peer', 'npm-optional', 'core', 'npm-no-pkg', 'npm-unknown'],
+      },
+    },
+  ],
+  options: {
+    // Type-only imports are dependencies too: a cycle of types is still a cycle for a reader.
+    tsPreCompilationDeps: true,
+    // The sources import `./x.js` for `./x.ts` (NodeNext); dependency-cruiser maps them as TypeScript does.
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+    doNotFollow: { path: 'node_modules' },
+    includeOnly: SRC,
+  },
+};
