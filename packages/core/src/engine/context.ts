@@ -12,7 +12,7 @@ import { SessionRegistry } from '../session/registry.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import { brieflyRetried } from '../util/retry.js';
-import type { ClusterLayer } from '../cluster/layer.js';
+import type { ClusterPort } from './cluster-port.js';
 
 /** Version assumed when a client sends no `MCP-Protocol-Version` (what the spec prescribes). */
 const DEFAULT_NEGOTIATED_VERSION = '2025-03-26';
@@ -46,7 +46,7 @@ export class EngineContext {
    * The cluster layer (`cluster/`), set by the handler when `options.cluster` is given: what the
    * verbs ask when a session is not here, or a stream is written elsewhere. `undefined` alone.
    */
-  cluster: ClusterLayer | undefined;
+  cluster: ClusterPort | undefined;
   /** What the verbs learned of a request, for its telemetry (filled only while somebody listens). */
   readonly facts = new WeakMap<CoreRequest, { era: 'legacy' | 'modern'; mcpMethod?: string; tool?: string }>();
 
