@@ -21,6 +21,14 @@ export interface AuthServerOptions {
   accessTokenTtlSeconds?: number;
   /** The account that logs in (the token's `sub`). Default `alice`. */
   accountId?: string;
+  /**
+   * Whether a client registered with a `scope` (RFC 7591) may later ask for only those scopes, as
+   * oidc-provider (and Keycloak) enforce by default. The SDK clients register with the scope of
+   * the 401 that sent them (SEP-835), so with this on, their step-up to a wider scope is refused
+   * `invalid_scope`. Default `false`: a registration's `scope` is dropped, and any client may ask
+   * for any scope of a resource it names.
+   */
+  registeredScopeIsCeiling?: boolean;
 }
 
 /** An authorization or token request as the authorization server received it. */
@@ -68,7 +76,7 @@ export interface AuthServer {
  * issuer (which goes into every token and metadata document) names it.
  */
 export async function startAuthServer(options: AuthServerOptions = {}): Promise<AuthServer> {
-  const { accessTokenTtlSeconds = 300, accountId = 'alice' } = options;
+  const { accessTokenTtlSeconds = 300, accountId = 'alice', registeredScopeIsCeiling = false } = options;
   const requests: AuthServerRequest[] = [];
   const tokens: IssuedToken[] = [];
   const resources = new Set<string>();
@@ -154,6 +162,17 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
       grantType: params.get('grant_type') ?? undefined,
     });
   });
+  if (!registeredScopeIsCeiling) {
+    provider.use(async function registrationScopeIsNoCeiling(ctx, next) {
+      if (ctx.method === 'POST' && ctx.path === '/reg' && ctx.is('application/json')) {
+        const metadata = JSON.parse(await readText(ctx.req)) as Record<string, unknown>;
+        delete metadata.scope;
+        // The provider reads a body an upstream middleware parsed from request.body (it says so once, on stderr).
+        (ctx.request as { body?: unknown }).body = metadata;
+      }
+      return next();
+    });
+  }
   provider.use(async function interactions(ctx, next) {
     if (ctx.method !== 'GET' || !/^\/interaction\/[^/]+$/.test(ctx.path)) return next();
     await finishInteraction(provider, ctx, accountId);
@@ -206,6 +225,12 @@ function endpointOf(path: string): string {
   if (path === '/jwks') return 'jwks';
   if (path.startsWith('/interaction/')) return 'interaction';
   return 'other';
+}
+
+async function readText(stream: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The query, or the form body the provider parsed (token and authorization POSTs). */
