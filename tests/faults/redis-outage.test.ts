@@ -1,7 +1,8 @@
 /**
  * Redis gone for a while, not a blip (issue 27): three Redis-backed express-example instances
- * behind the round-robin proxy, SDK v1 clients, SDK v2 clients (a 2025 session: `legacy`; and
- * the default negotiation, which lands on 2026-07-28 and stays on its stream) and Python SDK
+ * behind the round-robin proxy, SDK v1 clients, SDK v2 clients (a 2025 session: `legacy`; the
+ * default negotiation, which lands on 2026-07-28 and stays on its stream; and 2026-07-28 with the
+ * Tasks extension's own requester, whose call becomes a task it polls with `tasks/get`) and Python SDK
  * clients (`mcp` 2.3.0, tests/clients/python_client.py, a 2025 session) with their default
  * settings (two failed reconnects and they stop listening) calling long_task with closeEvery, and
  * Redis stopped for 1, 5 or 30 s while the calls run, then started again, empty or with its
@@ -19,6 +20,7 @@ import { connectClient, oneTo, type LongTask } from '../cluster/clients.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { stepOf } from '../clients/harness.js';
 import { pythonVenv, runPythonJson } from '../support/python.js';
+import { connectTaskSession } from '../support/modern.js';
 
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
 const CLIENTS = process.env.LONG === '1' ? 30 : 6; // of each kind
@@ -102,10 +104,53 @@ async function sdkV2(url: string, name: string, mode: 'legacy' | 'auto'): Promis
   };
 }
 
-/** Resolves once every client has heard at least `n` steps of its running call. */
+/**
+ * A 2026-07-28 client with the Tasks extension's own requester (`@modelcontextprotocol/ext-tasks`):
+ * long_task becomes a task at its first close, which the package polls with `tasks/get` at the
+ * interval the server asks for. It hears no log notifications, only the task's statusMessage: its
+ * `steps` are the steps that statusMessage named, and `tasked` says its call is a task by now.
+ */
+async function extTasks(url: string, name: string): Promise<OutageClient & { tasked: boolean }> {
+  const { client, session } = await connectTaskSession(url, {
+    clientInfo: { name, version: '1.0.0' },
+    idPrefix: name,
+    onInputRequest: async () => ({}),
+  });
+  const c = {
+    name,
+    sessionId: undefined,
+    steps: [] as number[],
+    tasked: false,
+    async call(task: LongTask) {
+      c.steps = [];
+      c.tasked = false;
+      const execution = await session.callTool('long_task', { ...task }, { metadata: { 'io.modelcontextprotocol/logLevel': 'info' } });
+      c.tasked = execution.kind === 'task';
+      const { outcome } = await execution.settle({
+        onEvent: (event) => {
+          const step = event.type === 'task' && event.task.statusMessage ? stepOf(JSON.parse(event.task.statusMessage)) : undefined;
+          if (step !== undefined && step !== c.steps.at(-1)) c.steps.push(step);
+        },
+      });
+      if (outcome.status !== 'completed')
+        throw new Error(`task ${outcome.status}: ${outcome.status === 'failed' ? outcome.error.message : ''}`);
+      return (outcome.result as { content: unknown }).content;
+    },
+    close: async () => {
+      await session.close().catch(() => {});
+      await client.close().catch(() => {});
+    },
+  };
+  return c;
+}
+
+const isTaskClient = (c: OutageClient): c is OutageClient & { tasked: boolean } => 'tasked' in c;
+
+/** Resolves once every client has heard at least `n` steps of its running call (a task client: once its call is a task). */
 async function stepsReached(list: OutageClient[], n: number): Promise<void> {
   const deadline = Date.now() + 30_000;
-  while (list.some((c) => c.steps.length < n)) {
+  const behind = () => list.filter((c) => (isTaskClient(c) ? !c.tasked : c.steps.length < n));
+  while (behind().length > 0) {
     if (Date.now() > deadline) throw new Error(`steps heard: ${list.map((c) => c.steps.length).join(', ')}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -143,9 +188,16 @@ describe.each(OUTAGES)('Redis down for $downMs ms (append-only file: $aof)', ({ 
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     for (let i = 0; i < CLIENTS; i++) {
-      clients.push(await sdkV1(url, `v1-${i}`), await sdkV2(url, `v2-legacy-${i}`, 'legacy'), await sdkV2(url, `v2-auto-${i}`, 'auto'));
+      clients.push(
+        await sdkV1(url, `v1-${i}`),
+        await sdkV2(url, `v2-legacy-${i}`, 'legacy'),
+        await sdkV2(url, `v2-auto-${i}`, 'auto'),
+        await extTasks(url, `tasks-${i}`),
+      );
     }
     const calls = clients.map((c) => c.call(LONG));
+    // Settled below, once Redis is back; one that fails meanwhile is no unhandled rejection.
+    for (const call of calls) call.catch(() => {});
     // Every client was just sent away after step 5 (closeEvery 5): Redis goes while they poll.
     await stepsReached(clients, 5);
     const from = cluster.proxy.log.length;
@@ -165,7 +217,13 @@ describe.each(OUTAGES)('Redis down for $downMs ms (append-only file: $aof)', ({ 
       const c = clients[i]!;
       if (r.status === 'fulfilled') {
         expect(r.value, c.name).toEqual([{ type: 'text', text: `completed ${LONG.steps} steps` }]);
-        expect(c.steps, c.name).toEqual(oneTo(LONG.steps));
+        // A task reports its progress as a statusMessage, throttled: the steps it named, in order, ending with the last.
+        if (isTaskClient(c)) expect(c.steps.at(-1), c.name).toBe(LONG.steps);
+        else expect(c.steps, c.name).toEqual(oneTo(LONG.steps));
+      } else if (isTaskClient(c)) {
+        // Redis came back empty: the task's record is gone with it, and tasks/get says so.
+        expect(aof, `${c.name}: ${String(r.reason)}`).toBe(false);
+        expect(String(r.reason), c.name).toMatch(/Task not found/);
       } else {
         const why = String(r.reason);
         const timeline = requests

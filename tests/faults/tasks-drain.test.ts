@@ -102,22 +102,26 @@ describe.each(inProcessAdapters)('tasks while one instance drains or its store f
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
-  it('a task store that fails answers tasks/get, tasks/update and tasks/cancel with a JSON-RPC 503 and Retry-After, and serves again after (item 6)', async () => {
+  it('a task store that fails answers tasks/update and tasks/cancel with a JSON-RPC 503 and Retry-After; a tasks/get waits it out; all serve again after (item 6)', async () => {
     const gate: { release?: () => void } = {};
     const memory = new MemoryTaskStore();
     let failing = false;
+    let refusedGets = 0;
     const taskStore = new Proxy(memory, {
       get(target, prop, receiver) {
         const value = Reflect.get(target, prop, receiver) as unknown;
         if (typeof value !== 'function' || prop === 'create') return value;
-        return (...args: unknown[]) => (failing ? Promise.reject(new Error('injected task store failure')) : value.apply(target, args));
+        return (...args: unknown[]) => {
+          if (!failing) return value.apply(target, args);
+          if (prop === 'get') refusedGets++;
+          return Promise.reject(new Error('injected task store failure'));
+        };
       },
     }) as TaskStore;
     sut = await adapter.start({ server: () => taskServer(gate), taskStore });
     const { taskId } = (await post(sut.url, 1, 'tools/call', { name: 'gated', arguments: {} })).answer.result;
     failing = true;
     for (const [method, params] of [
-      ['tasks/get', { taskId }],
       ['tasks/update', { taskId, inputResponses: {} }],
       ['tasks/cancel', { taskId }],
     ] as const) {
@@ -126,7 +130,14 @@ describe.each(inProcessAdapters)('tasks while one instance drains or its store f
       expect(response.headers.get('retry-after'), method).toMatch(/^\d+$/);
       expect(answer, method).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32000 } });
     }
+    // A poll is held while the store fails (issue 27: the Tasks client fails the task on an error).
+    let answered = false;
+    const poll = post(sut.url, 3, 'tasks/get', { taskId }).finally(() => (answered = true));
+    while (refusedGets < 3) await new Promise((r) => setTimeout(r, 20));
+    expect(answered).toBe(false);
     failing = false;
+    const polled = await poll;
+    expect([polled.status, polled.answer.result?.status], JSON.stringify(polled.answer)).toEqual([200, 'working']);
     gate.release!();
     expect((await pollUntil(sut.url, taskId, (t) => t.status === 'completed')).result.content[0].text).toBe('released');
     expect(sut.errors.some((e) => /injected task store failure/.test(String(e.cause ?? e.message)))).toBe(true);

@@ -4,7 +4,7 @@ import type { ModernChannel, Reply } from './channel.js';
 import { errorInResult, missingCapabilities, missingCapabilityError, stampResult } from './results.js';
 import type { Handshake } from './server-pool.js';
 import { asError } from '../util/errors.js';
-import { failureOf, retried } from '../util/retry.js';
+import { failureOf, retriedWhile } from '../util/retry.js';
 
 /** A tool's progress or log shows in `statusMessage`, written to the store at most this often. */
 const MESSAGE_EVERY_MS = 100;
@@ -27,6 +27,12 @@ export interface RunningTaskContext {
   done(taskId: string, outcome: 'finished' | 'stopped'): void;
   /** A status the task took (for telemetry). */
   status(taskId: string, status: string): void;
+  /**
+   * A write the store refuses (Redis down, failing over) is tried again, once a second, for this
+   * long: the task's TTL, past which nobody reads it (without one: until it is written). Shorter, an outage would lose a result its
+   * client keeps polling for (issue 27).
+   */
+  storeWaitMs: number;
 }
 
 /**
@@ -172,9 +178,10 @@ export class RunningTask implements Reply {
   private write(change: TaskChange): Promise<unknown> {
     if (change.status !== undefined) this.ctx.status(this.taskId, change.status);
     const attempt = () => this.ctx.store.update(this.taskId, change);
+    const until = Date.now() + this.ctx.storeWaitMs;
     this.queue = this.queue
       .then(() => failureOf(attempt()))
-      .then((error) => (error === undefined ? undefined : retried(attempt, error)))
+      .then((error) => (error === undefined ? undefined : retriedWhile(attempt, error, () => Date.now() < until)))
       .then((error) => {
         if (error !== undefined) this.ctx.onError(asError(error, `task store update of ${this.taskId} failed`));
       });

@@ -8,6 +8,7 @@ import { MemoryTaskStore, TaskStoreFullError } from '../tasks/memory-store.js';
 import { RunningTask } from './running-task.js';
 import { readBy, UnreadResults } from './unread-results.js';
 import { asError } from '../util/errors.js';
+import { failureOf, retriedWhile } from '../util/retry.js';
 import { callTooLong, outlive } from '../engine/call-lifetime.js';
 import type { ResolvedOptions } from '../options.js';
 import type { ListenStreams } from './listen.js';
@@ -142,6 +143,7 @@ export class Tasks implements TaskSignalListener {
       onError: options.onError,
       done: (taskId, outcome) => this.ended(record, outcome),
       status: (taskId, status) => this.report(taskId, status),
+      storeWaitMs: options.taskTtlMs ?? Number.POSITIVE_INFINITY,
     });
     task.serverId = serverId;
     server.channel.rebind(serverId, task);
@@ -169,7 +171,9 @@ export class Tasks implements TaskSignalListener {
     if (!declaresTasks(envelope)) return sendRejection(res, tasksRequired(message.method), id);
     const params = (message.params ?? {}) as { taskId?: unknown; inputResponses?: unknown };
     if (typeof params.taskId !== 'string') return sendRejection(res, reject(400, -32602, 'Invalid params: taskId must be a string'), id);
-    const found = await this.find(params.taskId, principalOf(req.authInfo));
+    const find = () => this.find(params.taskId as string, principalOf(req.authInfo));
+    // A poll waits out a store outage (its client fails the task on an error); the others answer 503.
+    const found = message.method === 'tasks/get' ? await readThroughOutage(find, res) : await find();
     if (found === undefined) return sendRejection(res, reject(200, -32602, NOT_FOUND), id);
     const store = this.ctx.options.taskStore;
     // The client has seen how its task ended: a drain no longer waits for it.
@@ -238,6 +242,29 @@ export class Tasks implements TaskSignalListener {
     this.report(taskId, 'failed');
     return (await store.get(taskId)) ?? task;
   }
+}
+
+/**
+ * How long a `tasks/get` waits for a task store it cannot reach (Redis down, failing over) before
+ * its 503. The Tasks extension's client fails the whole task on an error answer, so a poll is held
+ * instead, well inside the clients' own request timeout (60 s in both SDKs): an outage shorter than
+ * this costs the polling client nothing but a slower answer (issue 27).
+ */
+const POLL_STORE_WAIT_MS = 40_000;
+
+/** `read`, tried again once a second while the store fails, for {@link POLL_STORE_WAIT_MS} or until the client hangs up. */
+async function readThroughOutage<T>(read: () => Promise<T>, res: CoreResponder): Promise<T> {
+  const until = Date.now() + POLL_STORE_WAIT_MS;
+  let gone = false;
+  res.onClose?.(() => (gone = true));
+  let value: T | undefined;
+  const attempt = async () => {
+    value = await read();
+  };
+  const error = await failureOf(attempt());
+  const last = error === undefined ? undefined : await retriedWhile(attempt, error, () => !gone && Date.now() < until);
+  if (last !== undefined) throw last;
+  return value as T;
 }
 
 /** What `tools/call` answers when it became a task (a flat `CreateTaskResult`). */
