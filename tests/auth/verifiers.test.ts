@@ -127,6 +127,25 @@ describe('jwtVerifier', () => {
     expect(errors.map((e) => e.message).join('\n')).toMatch(/names the issuer .* not /);
   });
 
+  it('reuses a verification only until the token expires, and only for the resource it was checked for', async () => {
+    const url = await serve({ verifier: jwtVerifier({ issuer: issuer.issuer, clockToleranceSec: 0 }) });
+    const token = await issuer.jwt(url);
+    expect((await initialize(url, token)).status).toBe(200);
+    // The same token at another name of this server is another resource: its audience does not match.
+    const elsewhere = await initialize(url.replace('127.0.0.1', 'localhost'), token);
+    expect(elsewhere.status).toBe(401);
+    expect(descriptionOf(elsewhere)).toBe('the access token was issued for another resource (audience)');
+    const exp = Math.floor(Date.now() / 1000) + 1;
+    const short = await issuer.jwt(url, { claims: { exp } });
+    expect((await initialize(url, short)).status).toBe(200);
+    // Past `exp`, the cached verification is not used: the token is checked again, and refused.
+    const deadline = exp * 1000 + 50;
+    while (Date.now() < deadline) await new Promise((r) => setTimeout(r, deadline - Date.now()));
+    const later = await initialize(url, short);
+    expect(later.status).toBe(401);
+    expect(descriptionOf(later)).toBe('the access token expired');
+  });
+
   it('requiredScopes: a token without them gets 403 insufficient_scope naming them', async () => {
     const url = await serve({ verifier: jwtVerifier({ issuer: issuer.issuer, requiredScopes: ['mcp:admin'] }) });
     const response = await initialize(url, await issuer.jwt(url));

@@ -2,8 +2,18 @@
 // the sources is a copy of a region here, so a renamed option breaks the build, not the reader.
 import express from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { closeSSEStream, createMcpHandler, inputResponses, taskTool, toFetchHandler } from '@mcp-kit/core';
-import { mcpExpress } from '@mcp-kit/express';
+import {
+  closeSSEStream,
+  createMcpHandler,
+  inputResponses,
+  introspectionVerifier,
+  InvalidTokenError,
+  jwtVerifier,
+  taskTool,
+  toFetchHandler,
+  type TokenVerifier,
+} from '@mcp-kit/core';
+import { mcpAuthMetadata, mcpExpress } from '@mcp-kit/express';
 
 declare function buildServer(): McpServer;
 declare function longWork(): Promise<string>;
@@ -73,4 +83,51 @@ export function drainExample(): void {
     });
   });
   //#endregion drain
+}
+
+export function authExample(): void {
+  //#region auth
+  const mcp = createMcpHandler({
+    server: () => buildServer(),
+    auth: {
+      authorizationServers: ['https://as.example.com'],
+      verifier: jwtVerifier({ issuer: 'https://as.example.com' }),
+      scopes: ['mcp'], // every request
+      toolScopes: { long_task: ['mcp:long'] }, // tools/call of long_task, both eras
+    },
+  });
+  app.use(mcpAuthMetadata(mcp)); // /.well-known/oauth-protected-resource/mcp
+  app.use('/mcp', mcpExpress(mcp));
+  //#endregion auth
+}
+
+export function jwtVerifierExample(): TokenVerifier {
+  //#region jwtVerifier
+  const verifier = jwtVerifier({ issuer: 'https://tenant.eu.auth0.com/', algorithms: ['RS256'] });
+  //#endregion jwtVerifier
+  return verifier;
+}
+
+export function introspectionVerifierExample(): TokenVerifier {
+  //#region introspectionVerifier
+  const verifier = introspectionVerifier({
+    issuer: 'https://as.example.com',
+    clientId: 'mcp-api',
+    clientSecret: process.env.INTROSPECTION_SECRET!,
+  });
+  //#endregion introspectionVerifier
+  return verifier;
+}
+
+declare const sessions: { lookup(token: string): Promise<{ clientId: string; scopes: string[]; userId: string } | undefined> };
+
+export function invalidTokenErrorExample(): TokenVerifier {
+  //#region InvalidTokenError
+  const verifier: TokenVerifier = async (token) => {
+    const session = await sessions.lookup(token);
+    if (!session) throw new InvalidTokenError('unknown or revoked access token');
+    return { token, clientId: session.clientId, scopes: session.scopes, extra: { sub: session.userId } };
+  };
+  //#endregion InvalidTokenError
+  return verifier;
 }

@@ -93,7 +93,7 @@ export interface McpAuthMetadataRoutes {
  * the route answer 404.
  *
  * @example
- * ```ts source="../examples/next.examples.ts#mcpNextAuthMetadata"
+ * ```ts source="../examples/auth-metadata.examples.ts#mcpNextAuthMetadata"
  * // app/.well-known/oauth-protected-resource/[[...path]]/route.ts
  * export const { GET, OPTIONS } = mcpNextAuthMetadata(mcp);
  * export const dynamic = 'force-dynamic';

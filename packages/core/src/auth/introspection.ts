@@ -50,7 +50,11 @@ const MAX_CACHED = 10_000;
  *
  * @example
  * ```ts source="../../examples/core.examples.ts#introspectionVerifier"
- * const verifier = introspectionVerifier({ issuer: 'https://as.example.com', clientId: 'mcp-api', clientSecret: process.env.INTROSPECTION_SECRET! });
+ * const verifier = introspectionVerifier({
+ *   issuer: 'https://as.example.com',
+ *   clientId: 'mcp-api',
+ *   clientSecret: process.env.INTROSPECTION_SECRET!,
+ * });
  * ```
  */
 export function introspectionVerifier(options: IntrospectionVerifierOptions): TokenVerifier {

@@ -27,6 +27,13 @@ export interface JwtVerifierOptions {
    * issuer). An issuer that rotates keys publishes the new one before signing with it. Default `30_000`.
    */
   jwksCooldownMs?: number;
+  /**
+   * How long a token's verification is reused, in ms (never past its `exp`): a client sends the
+   * same token on every request, and checking an ES256 or RS256 signature costs more than the
+   * rest of a tools/call. A key removed from the JWKS is trusted this much longer at most (the
+   * JWKS itself is kept up to 10 minutes). `0` checks every request in full. Default `60_000`.
+   */
+  cacheMs?: number;
   /** Scopes every token must carry, checked here (`403 insufficient_scope` without them). Default: none. */
   requiredScopes?: string[];
 }
@@ -59,6 +66,7 @@ export function jwtVerifier(options: JwtVerifierOptions): TokenVerifier {
     throw new TypeError(`jwtVerifier: algorithms must list signature algorithms, never "none"; got ${JSON.stringify(options.algorithms)}`);
   }
   const clockTolerance = options.clockToleranceSec ?? 5;
+  const verified = new VerifiedTokens(options.cacheMs ?? 60_000);
   const required = options.requiredScopes ?? [];
   const remote = { cooldownDuration: options.jwksCooldownMs ?? 30_000 };
   const discovery = options.jwksUri === undefined ? new Discovery(issuer) : undefined;
@@ -79,17 +87,49 @@ export function jwtVerifier(options: JwtVerifierOptions): TokenVerifier {
     return made;
   };
   return async function verifyJwt(token, ctx): Promise<AuthInfo> {
-    const getKey = await jwks();
-    let payload: JWTPayload;
-    try {
-      ({ payload } = await jwtVerify(token, getKey, { issuer, audience: options.audience ?? ctx.resource, algorithms, clockTolerance }));
-    } catch (error) {
-      throw refusalOf(error);
+    let info = verified.get(token, ctx.resource);
+    if (!info) {
+      const getKey = await jwks();
+      let payload: JWTPayload;
+      try {
+        ({ payload } = await jwtVerify(token, getKey, { issuer, audience: options.audience ?? ctx.resource, algorithms, clockTolerance }));
+      } catch (error) {
+        throw refusalOf(error);
+      }
+      info = authInfoOf(token, payload, ctx.resource);
+      verified.set(token, ctx.resource, info);
     }
-    const info = authInfoOf(token, payload, ctx.resource);
     if (required.length > 0 && !required.every((s) => info.scopes.includes(s))) throw new InsufficientScopeError(required);
-    return info;
+    return { ...info };
   };
+}
+
+/** Most verifications kept at once (a token is a few hundred bytes); the oldest goes first. */
+const MAX_VERIFIED = 10_000;
+
+/**
+ * Tokens whose signature and claims were checked lately, by token and resource: reused until
+ * `cacheMs` after the check or the token's `exp`, whichever comes first.
+ */
+class VerifiedTokens {
+  private readonly entries = new Map<string, { resource: string; info: AuthInfo; until: number }>();
+
+  constructor(private readonly cacheMs: number) {}
+
+  get(token: string, resource: string): AuthInfo | undefined {
+    const entry = this.entries.get(token);
+    if (!entry) return undefined;
+    if (entry.until > Date.now() && entry.resource === resource) return entry.info;
+    this.entries.delete(token);
+    return undefined;
+  }
+
+  set(token: string, resource: string, info: AuthInfo): void {
+    if (this.cacheMs <= 0) return;
+    const until = Math.min(Date.now() + this.cacheMs, info.expiresAt === undefined ? Infinity : info.expiresAt * 1000);
+    if (this.entries.size >= MAX_VERIFIED) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(token, { resource, info, until });
+  }
 }
 
 /** The identity a verified JWT stands for, in the SDK's `AuthInfo` shape. */
