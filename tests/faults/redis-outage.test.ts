@@ -21,9 +21,13 @@ import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from
 import { stepOf } from '../clients/harness.js';
 import { pythonVenv, runPythonJson } from '../support/python.js';
 import { connectTaskSession } from '../support/modern.js';
+import { seedFor } from '../reliability/random.js';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
 
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
 const CLIENTS = process.env.LONG === '1' ? 30 : 6; // of each kind
+/** Raw chaos clients beside them (tests/faults/raw-chaos.ts): two calls each, cutting and resuming on their own. */
+const RAW_CLIENTS = process.env.LONG === '1' ? 10 : 3;
 const LONG: LongTask = { steps: 30, intervalMs: 100, closeEvery: 5, retryMs: 700 };
 /** The SDK's own default request timeout: a call still unanswered then was left to it. */
 const CLIENT_TIMEOUT_MS = 60_000;
@@ -158,11 +162,14 @@ async function stepsReached(list: OutageClient[], n: number): Promise<void> {
 
 let cluster: TestCluster | undefined;
 let clients: OutageClient[] = [];
+let raw: RawChaosClient[] = [];
 let dir: string | undefined;
 
 afterEach(async () => {
   await Promise.all(clients.map((c) => c.close()));
   clients = [];
+  await Promise.all(raw.map((c) => c.close()));
+  raw = [];
   await cluster?.close();
   cluster = undefined;
   if (dir) rmSync(dir, { recursive: true, force: true });
@@ -195,6 +202,9 @@ describe.each(OUTAGES)('Redis down for $downMs ms (append-only file: $aof)', ({ 
         await extTasks(url, `tasks-${i}`),
       );
     }
+    for (let i = 0; i < RAW_CLIENTS; i++) raw.push(await RawChaosClient.open(url, `raw${i}`));
+    const seed = seedFor(`redis down ${downMs} ms ${aof ? 'AOF' : 'empty'}`);
+    const rawRuns = raw.map((c, i) => c.run({ ...LONG, calls: 2, seed: seed + i, callDeadlineMs: CLIENT_TIMEOUT_MS }));
     const calls = clients.map((c) => c.call(LONG));
     // Settled below, once Redis is back; one that fails meanwhile is no unhandled rejection.
     for (const call of calls) call.catch(() => {});
@@ -205,6 +215,7 @@ describe.each(OUTAGES)('Redis down for $downMs ms (append-only file: $aof)', ({ 
     await new Promise((resolve) => setTimeout(resolve, downMs));
     await cluster.redis.start();
     const results = await Promise.allSettled(calls);
+    await Promise.all(rawRuns);
     const requests = cluster.proxy.log.slice(from);
     const statuses = new Map<number, number>();
     for (const r of requests) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
@@ -247,6 +258,9 @@ describe.each(OUTAGES)('Redis down for $downMs ms (append-only file: $aof)', ({ 
         expect(run.logSteps, name).toEqual(oneTo(run.logSteps.length));
       }
     }
+    console.log(`[redis down ${downMs} ms, ${aof ? 'AOF' : 'empty'}] ${describeRawChaos(raw)}`);
+    // With the append-only file nothing was lost: every raw call completes too.
+    auditRawChaos(raw, LONG.steps, () => !aof);
     expect([...statuses.keys()].filter((st) => st >= 500 && st !== 502 && st !== 503)).toEqual([]);
     expect(requests.filter((r) => r.status === 404)).toEqual([]);
     // Afterwards every session takes another call.
