@@ -237,6 +237,8 @@ export function renderTables(run) {
     );
     out.push('');
   }
+  const auth = renderAuthorization(run);
+  if (auth) out.push(auth);
   return out.join('\n');
 }
 
@@ -436,6 +438,42 @@ ${table(['workload', 'mcp-kit Express', 'with OpenTelemetry', 'rate ÷ plain', '
 `;
 }
 
+/**
+ * What the OAuth resource server costs (issue 29): the Express row with a JWT on every request
+ * (`auth` with `jwtVerifier`, JWKS fetched once) over the same row without, per workload both ran.
+ * The target: within 10% of the rate. Empty when they did not both run.
+ */
+export function renderAuthorization(run) {
+  const rows = [];
+  for (const [workload, what] of [
+    ['throughput', 'tools/call, SSE responses'],
+    ['json', 'tools/call, JSON responses'],
+    ['modern', 'tools/call, 2026-07-28 clients'],
+  ]) {
+    const plain = run.results[workload]?.['kit-express'];
+    const auth = run.results[workload]?.['kit-express-auth'];
+    if (!plain || !auth || plain.error || auth.error) continue;
+    rows.push([
+      what,
+      `${num(plain.callsPerSec)} calls/s`,
+      `${num(auth.callsPerSec)} calls/s`,
+      ratio(auth.callsPerSec, plain.callsPerSec),
+      `${num(plain.serverCpuUsPerCall)} → ${num(auth.serverCpuUsPerCall)} µs/call`,
+      ratio(auth.serverCpuUsPerCall, plain.serverCpuUsPerCall),
+    ]);
+  }
+  if (rows.length === 0) return '';
+  return `## Authorization
+
+\`mcp-kit Express, JWT on every request\` against \`mcp-kit Express\` in the same run: an OAuth resource
+server (\`auth\` with \`jwtVerifier\`, ES256) whose JWKS was fetched once; every request carries the
+same bearer token, whose verification is reused for \`cacheMs\` (never past its \`exp\`).
+
+${table(['workload', 'mcp-kit Express', 'with a JWT', 'rate ÷ plain', 'server CPU', 'CPU ÷ plain'], rows)}
+
+`;
+}
+
 export function renderMarkdown(run) {
   const m = run.machine;
   const c = run.config;
@@ -469,7 +507,7 @@ Ratios are this server's value divided by an anchor's: the SDK's sessionful tran
 better for rates, below 1 is better for times and memory.
 
 ${renderTables(run)}
-${renderOpenTelemetry(run)}## What bounds the targets here
+${renderOpenTelemetry(run)}${renderAuthorization(run)}## What bounds the targets here
 
 ${renderLimits(run)}
 

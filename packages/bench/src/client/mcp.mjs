@@ -65,9 +65,13 @@ export function isResponseBlock(block) {
 }
 
 export class McpHttp {
-  /** @param {string} origin `http://127.0.0.1:port`; the endpoint is `${origin}${path}`. */
-  constructor(origin, { connections = 64, path = '/mcp' } = {}) {
+  /**
+   * @param {string} origin `http://127.0.0.1:port`; the endpoint is `${origin}${path}`.
+   * @param {{ connections?: number, path?: string, headers?: Record<string, string> }} options `headers` go on every POST (a bearer token).
+   */
+  constructor(origin, { connections = 64, path = '/mcp', headers = {} } = {}) {
     this.origin = origin;
+    this.postHeaders = { ...POST_HEADERS, ...headers };
     this.pool = new Pool(origin, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 });
     this.path = path;
     this.nextModernId = 1;
@@ -105,7 +109,7 @@ export class McpHttp {
   callToolModern(name, args = {}) {
     let headers = this.modernHeaders.get(name);
     if (headers === undefined) {
-      headers = { ...POST_HEADERS, 'mcp-protocol-version': MODERN_PROTOCOL_VERSION, 'mcp-method': 'tools/call', 'mcp-name': name };
+      headers = { ...this.postHeaders, 'mcp-protocol-version': MODERN_PROTOCOL_VERSION, 'mcp-method': 'tools/call', 'mcp-name': name };
       this.modernHeaders.set(name, headers);
     }
     const body = JSON.stringify({
@@ -160,7 +164,7 @@ export class McpHttp {
    * block as it arrives. Resolves with status, session id, bytes, event count, the response text.
    */
   post(session, body, onBlock) {
-    return this.send(session ? { ...POST_HEADERS, 'mcp-session-id': session.id } : POST_HEADERS, body, onBlock);
+    return this.send(session ? { ...this.postHeaders, 'mcp-session-id': session.id } : this.postHeaders, body, onBlock);
   }
 
   /** POSTs `body` with `headers`; see {@link post}. */

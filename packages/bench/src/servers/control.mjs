@@ -115,9 +115,10 @@ if (SABOTAGED && sabotagePhase === 'start') {
 /**
  * Serves `/bench/*` on node:http. `fill(events)` puts that many ~100-byte events of other sessions
  * and streams into the server's event store; `sessions()` (mcp-kit) adds session counts to the
- * stats. Returns false for any other path.
+ * stats; `auth` (the kit-express-auth row, servers/auth.mjs) serves its JWKS and a token. Returns
+ * false for any other path.
  */
-export function handleControl(req, res, { fill, sessions }) {
+export function handleControl(req, res, { fill, sessions, auth }) {
   const url = req.url ?? '';
   if (SABOTAGED && !url.startsWith('/bench/')) {
     req.socket.destroy();
@@ -132,6 +133,8 @@ export function handleControl(req, res, { fill, sessions }) {
   Promise.resolve()
     .then(async () => {
       if (pathname === '/bench/stats') return reply(200, { ...stats(!searchParams.has('nogc')), ...sessions?.() });
+      if (auth && pathname === '/bench/jwks') return reply(200, auth.jwks);
+      if (auth && pathname === '/bench/token') return reply(200, { token: await auth.token() });
       if (pathname === '/bench/resume-timings') return reply(200, { timings: takeResumeTimings() });
       // For profiling by hand: `curl -X POST '<origin>/bench/heap-snapshot?file=/tmp/x.heapsnapshot'`.
       if (pathname === '/bench/heap-snapshot') return reply(200, { file: writeHeapSnapshot(searchParams.get('file') ?? undefined) });

@@ -6,12 +6,12 @@ import { createKitHandler } from './kit.mjs';
 import { benchEnv } from './tools.mjs';
 
 const env = benchEnv();
-const { handler, fill, sessions } = createKitHandler('bench-kit-express', env);
+const { handler, fill, sessions, auth } = createKitHandler('bench-kit-express', env);
 // The kit-express-otel row; loaded only there, so the other rows never load the SDK.
 if (env.otel) (await import('./otel.mjs')).instrumentWithMemorySdk(handler);
 const app = express();
 app.use((req, res, next) => {
-  if (handleControl(req, res, { fill, sessions })) return;
+  if (handleControl(req, res, { fill, sessions, auth })) return;
   trackResume(req, res);
   next();
 });

@@ -2,6 +2,7 @@
 import { createMcpHandler, MemoryEventStore } from '@mcp-kit/core';
 import { eventId, messageEvent, randomId } from '@mcp-kit/core/internal';
 import { FILL_EVENTS_PER_STREAM, FILL_MESSAGE, FILL_STREAMS_PER_SESSION } from './control.mjs';
+import { benchAuth } from './auth.mjs';
 import { benchEnv, createBenchServer } from './tools.mjs';
 import { createBenchServerV2 } from './tools-v2.mjs';
 
@@ -12,6 +13,7 @@ import { createBenchServerV2 } from './tools-v2.mjs';
  */
 export function createKitHandler(name, env = benchEnv()) {
   const store = new MemoryEventStore(env.storeMaxBytes ? { maxBytes: env.storeMaxBytes } : {});
+  const auth = env.auth ? benchAuth(env) : undefined;
   const handler = createMcpHandler({
     server: env.sdk === 'v2' ? () => createBenchServerV2(name) : () => createBenchServer(name),
     retryMs: env.retryMs,
@@ -19,9 +21,10 @@ export function createKitHandler(name, env = benchEnv()) {
     eventStore: store,
     maxSessions: env.maxSessions,
     hibernateAfterMs: env.hibernateAfterMs,
+    ...(auth ? { auth: auth.options } : {}),
   });
   const sessions = () => ({ sessions: handler.sessionCount, hibernated: handler.hibernatedSessionCount });
-  return { handler, fill: (events) => fillKitStore(store, events), sessions };
+  return { handler, fill: (events) => fillKitStore(store, events), sessions, auth };
 }
 
 /** Appends `events` frames of made-up sessions and streams, as the engine would have stored them. */

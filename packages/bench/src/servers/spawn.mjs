@@ -72,6 +72,18 @@ export const SERVERS = [
     floorName: 'bare-express',
     kit: true,
   },
+  // The Express row as an OAuth resource server: a JWT on every request, checked against the JWKS the
+  // handler fetched once (servers/auth.mjs). Per-call workloads only.
+  {
+    name: 'kit-express-auth',
+    label: 'mcp-kit Express, JWT on every request',
+    script: 'kit-express.mjs',
+    env: { BENCH_AUTH: '1' },
+    only: ['throughput', 'json', 'modern'],
+    auth: true,
+    floorName: 'bare-express',
+    kit: true,
+  },
   { name: 'bare-express', label: 'floor: bare on Express', script: 'bare.mjs', env: { BARE_FRAMEWORK: 'express' }, floor: true },
   { name: 'bare-next', label: 'floor: bare Next route', next: true, path: '/bare', floor: true },
 ];
@@ -102,7 +114,7 @@ export function freePort() {
 
 /**
  * Spawns `server` with `env` (BENCH_* settings) and resolves once its control plane answers.
- * @returns {Promise<{ server, pid, origin, stop(): Promise<void>, output(): string }>}
+ * @returns {Promise<{ server, pid, origin, path, headers, stop(): Promise<void>, output(): string }>}
  */
 export async function startServer(server, env = {}) {
   const port = await freePort();
@@ -165,11 +177,14 @@ export async function startServer(server, env = {}) {
     }
     await sleep(100);
   }
+  // A resource server's row: the token every request of the run carries (servers/auth.mjs).
+  const headers = server.auth ? { authorization: `Bearer ${(await (await fetch(`${origin}/bench/token`)).json()).token}` } : {};
   return {
     server,
     pid: child.pid,
     origin,
     path: server.path ?? '/mcp',
+    headers,
     output: () => log,
     async stop() {
       if (exited) return;

@@ -49,6 +49,8 @@ export function benchEnv(env = process.env) {
     sdk: env.BENCH_SDK === 'v2' ? 'v2' : 'v1',
     // mcp-kit only: hibernate idle sessions (off unless set).
     hibernateAfterMs: env.BENCH_HIBERNATE_MS === undefined ? undefined : Number(env.BENCH_HIBERNATE_MS),
+    // mcp-kit only: an OAuth resource server; every request carries a JWT (servers/auth.mjs).
+    auth: env.BENCH_AUTH === '1',
     // mcp-kit only: record it with `@mcp-kit/core/otel` into the OpenTelemetry SDK (in-memory exporters).
     otel: env.BENCH_OTEL === '1',
   };

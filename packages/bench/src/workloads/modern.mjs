@@ -6,7 +6,7 @@ import { McpHttp } from '../client/mcp.mjs';
 import { measureCalls } from './throughput.mjs';
 
 export async function modern(handle, { inFlight = 64, warmupMs = 2_000, durationMs = 10_000, tool = 'test_simple_text' }) {
-  const client = new McpHttp(handle.origin, { connections: inFlight, path: handle.path });
+  const client = new McpHttp(handle.origin, { connections: inFlight, path: handle.path, headers: handle.headers });
   try {
     // One call first, so a server that does not answer as the era asks (a result with `resultType`)
     // fails here rather than as a table of errors.

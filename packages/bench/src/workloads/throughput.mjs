@@ -9,7 +9,7 @@ export async function throughput(
   handle,
   { sessions = 16, inFlight = 64, warmupMs = 2_000, durationMs = 10_000, tool = 'test_simple_text' },
 ) {
-  const client = new McpHttp(handle.origin, { connections: inFlight, path: handle.path });
+  const client = new McpHttp(handle.origin, { connections: inFlight, path: handle.path, headers: handle.headers });
   try {
     const list = await runPool(sessions, 8, () => client.initialize());
     return await measureCalls(client, { inFlight, warmupMs, durationMs }, (i) => client.callTool(list[i % sessions], tool, {}));
