@@ -1,6 +1,6 @@
 import express from 'express';
 import { createMcpHandler } from '@mcp-kit/core';
-import { mcpExpress } from '@mcp-kit/express';
+import { mcpAuthMetadata, mcpExpress } from '@mcp-kit/express';
 import { exampleApp, shutdownGracefully } from '@mcp-kit/fixtures/example-app';
 import { mountLivePage } from './live/mount.js';
 
@@ -20,6 +20,9 @@ if (instanceName) {
 // /mcp-kit/live: sessions, streams and polls as they happen (LIVE_PAGE=0 leaves it out; it turns
 // the engine's event reporting on).
 if (process.env.LIVE_PAGE !== '0') mountLivePage(app, mcp);
+// AUTH_ISSUER: tokens required; clients find where to get one in the Protected Resource Metadata
+// (RFC 9728) at /.well-known/oauth-protected-resource/mcp, which the 401 names.
+if (example.auth) app.use(mcpAuthMetadata(mcp));
 app.use('/mcp', mcpExpress(mcp));
 
 await example.ready();
