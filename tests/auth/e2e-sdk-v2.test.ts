@@ -1,0 +1,136 @@
+/**
+ * The SDK v2 client (`@modelcontextprotocol/client` 2.4.0) running its own OAuth flow against the
+ * built Express example app started with AUTH_ISSUER, and a real authorization server
+ * (oidc-provider): as a 2025-11-25 session, from the first `401` to a polling `long_task` whose
+ * `403 insufficient_scope` it steps up on (SEP-2350: the union of the scopes it had and the ones
+ * challenged); and as a 2026-07-28 client (pinned, then `auto`) whose per-request POSTs each carry
+ * the token, its step-up included. The app requires `mcp` for every request and `mcp:long` for
+ * long_task (tests/support/protected-app.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
+import { Browser, startAuthServer, type AuthServer } from '../support/auth-server.js';
+import type { Instance } from '../support/cluster.js';
+import { TestOAuthClient, Wire } from '../support/oauth-client.js';
+import { startProtectedApp } from '../support/protected-app.js';
+import { completed, POLLED_CLOSES, POLLED_TASK, LEGACY, MODERN, oneTo, stepOf } from '../clients/harness.js';
+
+const STREAMED = { steps: 5, intervalMs: 10 };
+
+type Mode = 'legacy' | 'auto' | { pin: string };
+
+let as: AuthServer;
+let app: Instance;
+beforeAll(async () => {
+  as = await startAuthServer();
+  app = await startProtectedApp('express-example', as);
+});
+afterAll(async () => {
+  await app?.stop('SIGKILL');
+  await as?.close();
+});
+
+function client(mode: Mode, steps: number[] = []): Client {
+  const c = new Client({ name: 'e2e-v2', version: '1.0.0' }, { versionNegotiation: { mode } });
+  c.setNotificationHandler('notifications/message', (n) => {
+    const step = stepOf(n.params.data);
+    if (step !== undefined) steps.push(step);
+  });
+  return c;
+}
+
+function transport(oauth: TestOAuthClient, wire: Wire): StreamableHTTPClientTransport {
+  return new StreamableHTTPClientTransport(new URL(app.url), { authProvider: oauth, fetch: wire.fetch });
+}
+
+/** What an app does after UnauthorizedError: the user authorizes, the callback's parameters (code, iss) go to finishAuth. */
+async function authorize(oauth: TestOAuthClient, t: StreamableHTTPClientTransport): Promise<void> {
+  await t.finishAuth((await oauth.callbackUrl()).searchParams);
+}
+
+describe('SDK v2 client, OAuth on express-example', () => {
+  it('2025-11-25 session: first 401, authorization, a polling long_task after a step-up to mcp:long', async () => {
+    const wire = new Wire();
+    const oauth = new TestOAuthClient(new Browser());
+    const first = transport(oauth, wire);
+    await expect(client('legacy').connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(wire.to(app.url)[0]).toMatchObject({ rpc: 'initialize', status: 401, token: undefined });
+    // The 401's scope, and (the authorization server lists it) offline_access for a refresh token.
+    expect(oauth.authorizationUrls[0]!.searchParams.get('scope')).toBe('mcp offline_access');
+    expect(oauth.authorizationUrls[0]!.searchParams.getAll('resource')).toEqual([app.url]);
+    await authorize(oauth, first);
+
+    const steps: number[] = [];
+    const c = client('legacy', steps);
+    const t = transport(oauth, wire);
+    await c.connect(t);
+    expect(c.getNegotiatedProtocolVersion()).toBe(LEGACY);
+    const sessionId = t.sessionId;
+
+    await expect(c.callTool({ name: 'long_task', arguments: POLLED_TASK })).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(wire.posted(app.url, 'tools/call long_task').map((r) => r.status)).toEqual([403]);
+    // SEP-2350: what it asked for before, what it holds and what the 403 named, together.
+    expect(new Set(oauth.authorizationUrls[1]!.searchParams.get('scope')!.split(' '))).toEqual(
+      new Set(['mcp', 'offline_access', 'mcp:long']),
+    );
+    await authorize(oauth, t);
+    expect(as.tokens.at(-1)).toMatchObject({ aud: app.url, sub: 'alice' });
+    expect(as.tokens.at(-1)!.scope.split(' ')).toEqual(expect.arrayContaining(['mcp', 'mcp:long']));
+
+    const result = await c.callTool({ name: 'long_task', arguments: POLLED_TASK }, { timeout: 20_000 });
+    expect(result.content).toEqual(completed(POLLED_TASK.steps));
+    expect(steps).toEqual(oneTo(POLLED_TASK.steps));
+    expect(t.sessionId).toBe(sessionId);
+    const token = oauth.tokens()!.access_token;
+    const resumes = wire.resumes(app.url);
+    expect(resumes.length).toBe(POLLED_CLOSES);
+    for (const resume of resumes) expect(resume).toMatchObject({ status: 200, token, sessionId });
+    await c.close();
+  });
+
+  it('2026-07-28 (pinned, then auto): every per-request POST carries the token, the step-up included', async () => {
+    const wire = new Wire();
+    const oauth = new TestOAuthClient(new Browser());
+    const first = transport(oauth, wire);
+    await expect(client({ pin: MODERN }).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(wire.to(app.url)[0]).toMatchObject({ rpc: 'server/discover', status: 401, token: undefined });
+    await authorize(oauth, first);
+
+    const steps: number[] = [];
+    const pinned = client({ pin: MODERN }, steps);
+    const t = transport(oauth, wire);
+    await pinned.connect(t);
+    expect(pinned.getNegotiatedProtocolVersion()).toBe(MODERN);
+    expect(t.sessionId).toBeUndefined();
+    const simple = await pinned.callTool({ name: 'test_simple_text', arguments: {} });
+    expect(simple.isError).toBeFalsy();
+
+    await expect(pinned.callTool({ name: 'long_task', arguments: STREAMED })).rejects.toBeInstanceOf(UnauthorizedError);
+    await authorize(oauth, t);
+    const result = await pinned.callTool(
+      { name: 'long_task', arguments: STREAMED, _meta: { 'io.modelcontextprotocol/logLevel': 'info' } },
+      { timeout: 20_000 },
+    );
+    expect(result.content).toEqual(completed(STREAMED.steps));
+    expect(steps).toEqual(oneTo(STREAMED.steps));
+    expect(wire.posted(app.url, 'tools/call long_task').map((r) => r.status)).toEqual([403, 200]);
+
+    // auto probes server/discover with the token it holds: no 401, no new authorization.
+    const authorizations = oauth.authorizationUrls.length;
+    const auto = client('auto');
+    await auto.connect(transport(oauth, wire));
+    expect(auto.getNegotiatedProtocolVersion()).toBe(MODERN);
+    const again = await auto.callTool({ name: 'long_task', arguments: { steps: 2, intervalMs: 0 } });
+    expect(again.content).toEqual(completed(2));
+    expect(oauth.authorizationUrls).toHaveLength(authorizations);
+
+    const requests = wire.to(app.url);
+    for (const r of requests.slice(1)) {
+      expect(r.method, 'a 2026 client only POSTs').toBe('POST');
+      expect(r.token, r.rpc).toBeDefined();
+      expect(r.sessionId).toBeUndefined();
+    }
+    await pinned.close();
+    await auto.close();
+  });
+});
