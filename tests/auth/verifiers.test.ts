@@ -17,12 +17,13 @@ import {
   jwtVerifier,
   type AuthOptions,
   type McpHandler,
+  type McpHandlerOptions,
   type TokenVerifier,
 } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { modernAnswer } from '../support/modern.js';
-import { initializeRequest, PROTOCOL } from '../support/sse.js';
+import { initializeRequest, PROTOCOL, rawRequest } from '../support/sse.js';
 import { startTokenIssuer, type TokenIssuer } from '../support/token-issuer.js';
 
 let issuer: TokenIssuer;
@@ -40,10 +41,11 @@ afterEach(async () => {
 });
 
 /** An Express app whose `getAuthInfo` claims to be `claimed`, serving a handler with `auth`. */
-async function serve(auth: Partial<AuthOptions>, errors: Error[] = []): Promise<string> {
+async function serve(auth: Partial<AuthOptions>, errors: Error[] = [], options: Partial<McpHandlerOptions> = {}): Promise<string> {
   const handler = createMcpHandler({
     server: () => createFixtureServer(),
     onError: (e) => errors.push(e),
+    ...options,
     auth: { authorizationServers: [issuer.issuer], verifier: jwtVerifier({ issuer: issuer.issuer }), ...auth },
   });
   const app = express();
@@ -250,6 +252,53 @@ describe('the auth option', () => {
       // The resource has no query.
       { token: 'letmein', resource: url },
     ]);
+  });
+
+  it("without auth.resource, a host outside allowedHosts is refused 421: a token for that host's resource cannot be replayed here", async () => {
+    // The Host check of DNS-rebinding protection is off, as on a public address: this rule stands alone.
+    const errors: Error[] = [];
+    const verified: string[] = [];
+    const jwt = jwtVerifier({ issuer: issuer.issuer });
+    const counting: TokenVerifier = (token, ctx) => {
+      verified.push(ctx.resource);
+      return jwt(token, ctx);
+    };
+    const send = (url: string, host: string, token: string) =>
+      rawRequest(url, {
+        method: 'POST',
+        headers: {
+          host,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': PROTOCOL,
+          authorization: `Bearer ${token}`,
+        },
+        body: JSON.stringify(initializeRequest(1)),
+      });
+    // A token a victim gave to evil.example's MCP server, which replays it here under its own name.
+    const stolen = await issuer.jwt('http://evil.example/mcp');
+    let url = await serve({ verifier: counting }, errors, { dnsRebindingProtection: false });
+    const refused = await send(url, 'evil.example', stolen);
+    expect(refused.status).toBe(421);
+    expect((await refused.json()).error.message).toMatch(/no OAuth resource for host "evil.example"/);
+    expect(verified).toEqual([]);
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/set auth\.resource/)]);
+    const metadata = await rawRequest(`${new URL(url).origin}/.well-known/oauth-protected-resource/mcp`, {
+      method: 'GET',
+      headers: { host: 'evil.example' },
+    });
+    expect(metadata.status).not.toBe(200);
+
+    // The rule is allowedHosts: a host listed there is a resource of this server.
+    await running!.close();
+    url = await serve({ verifier: counting }, [], { dnsRebindingProtection: false, allowedHosts: ['127.0.0.1', 'evil.example'] });
+    expect((await send(url, 'evil.example', stolen)).status).toBe(200);
+    // With auth.resource set, the Host says nothing: the stolen token's audience is not the resource.
+    await running!.close();
+    url = await serve({ verifier: counting, resource: 'http://api.example.test/mcp' }, [], { dnsRebindingProtection: false });
+    const foreign = await send(url, 'evil.example', stolen);
+    expect(foreign.status).toBe(401);
+    expect(descriptionOf(foreign)).toBe('the access token was issued for another resource (audience)');
   });
 
   it('a verifier that throws something other than InvalidTokenError answers 503 and is reported', async () => {

@@ -38,16 +38,20 @@ async function listen(server: Server, handler: McpHandler): Promise<Served> {
   };
 }
 
-/** Serves a node request with a fetch handler, streaming the answer, as a fetch runtime would. */
+/**
+ * Serves a node request with a fetch handler, streaming the answer, as a fetch runtime would.
+ * `origin`: what `request.url` starts with (default: from the Host header).
+ */
 export async function serveFetch(
   fetchHandler: (r: Request) => Promise<Response>,
   req: IncomingMessage,
   res: ServerResponse,
+  origin = `http://${req.headers.host}`,
 ): Promise<void> {
   const aborted = new AbortController();
   res.on('close', () => aborted.abort());
   const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
-  const request = new Request(`http://${req.headers.host}${req.url}`, {
+  const request = new Request(`${origin}${req.url}`, {
     method: req.method,
     headers: req.headers as Record<string, string>,
     body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
@@ -101,7 +105,8 @@ export const authTargets: AuthTarget[] = [
       const server = createServer((req, res) => {
         const path = (req.url ?? '/').split('?')[0]!;
         const routes = path === '/mcp' ? mcp : path.startsWith('/.well-known/oauth-protected-resource') ? metadata : {};
-        void serveFetch(routes[req.method ?? 'GET'] ?? notFound, req, res);
+        // As `next start -H 127.0.0.1` does: request.url names the listening host `localhost`, not the Host header.
+        void serveFetch(routes[req.method ?? 'GET'] ?? notFound, req, res, `http://localhost:${req.socket.localPort}`);
       });
       return listen(server, handler);
     },

@@ -281,7 +281,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     legacyPolling: options.legacyPolling ?? false,
     onError,
     cluster: options.stateless ? undefined : options.cluster,
-    auth: options.auth === undefined ? undefined : new ResourceServer(resolveAuth(options.auth), onError),
+    auth: options.auth === undefined ? undefined : new ResourceServer(resolveAuth(options.auth), onError, allowedHosts),
     telemetry: new TelemetryHub(onError),
   };
 }

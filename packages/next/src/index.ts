@@ -103,12 +103,24 @@ export function mcpNextAuthMetadata(handler: McpHandler, options: McpNextAuthMet
   if (!handler.options.auth) throw new TypeError('mcpNextAuthMetadata: the handler has no `auth` option, so there is no metadata to serve');
   const path = options.path ?? '/mcp';
   const route: McpRouteHandler = async function mcpAuthMetadataRoute(request) {
-    const metadata = handler.authMetadataResponse(request.method, new URL(request.url), path);
+    const metadata = handler.authMetadataResponse(request.method, addressed(request), path);
     if (metadata) return new Response(metadata.body ?? null, { status: metadata.status, headers: metadata.headers });
     const error = { jsonrpc: '2.0', error: { code: -32000, message: 'Not Found: no protected resource metadata here' } };
     return new Response(JSON.stringify(error), { status: 404, headers: { 'content-type': 'application/json' } });
   };
   return { GET: route, HEAD: route, OPTIONS: route };
+}
+
+/**
+ * The URL the client addressed: `next start` builds `request.url` from the host it listens on
+ * (`localhost` for `-H 127.0.0.1`), not from the `Host` header, and the metadata's `resource` must
+ * be on the origin the client called (as the core's fetch bridge does for MCP requests).
+ */
+function addressed(request: Request): URL {
+  const url = new URL(request.url);
+  const host = request.headers.get('host');
+  if (host !== null && host !== url.host) url.host = host;
+  return url;
 }
 
 /** Next's own `after`, once `next/server` is loaded (`undefined` before 15.1, or outside Next). */

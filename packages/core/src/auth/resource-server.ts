@@ -1,9 +1,9 @@
 import { OK, type Rejection, type Verdict } from '../http/errors.js';
-import { header } from '../http/rules.js';
+import { header, hostName } from '../http/rules.js';
 import type { CoreRequest } from '../ports/http.js';
 import type { AuthInfo } from '../ports/mcp.js';
 import { asError } from '../util/errors.js';
-import { bearerToken, insufficientScope, invalidToken, verifierUnavailable } from './challenge.js';
+import { bearerToken, insufficientScope, invalidToken, misdirected, verifierUnavailable } from './challenge.js';
 import {
   metadataDocument,
   metadataResponse,
@@ -31,10 +31,14 @@ const MAX_REMEMBERED_URLS = 64;
 export class ResourceServer {
   private readonly resources = new Map<string, Resource>();
   private readonly fixed: Resource | undefined;
+  /** Hosts already reported as refused (see `resourceOf`): one report each, not one per request. */
+  private readonly reported = new Set<string>();
 
   constructor(
     readonly auth: ResolvedAuth,
     private readonly onError: (error: Error) => void,
+    /** Without `auth.resource`, the only hosts a resource is made of (the handler's `allowedHosts`). */
+    private readonly allowedHosts: readonly string[],
   ) {
     if (auth.resource !== undefined) this.fixed = { resource: auth.resource, metadataUrl: metadataUrlOf(auth.resource) };
   }
@@ -46,6 +50,7 @@ export class ResourceServer {
    */
   async authenticate(req: CoreRequest): Promise<Verdict> {
     const where = this.resourceOf(req);
+    if (!where) return misdirected(this.hostOf(req));
     const scopes = this.auth.scopes;
     const bearer = bearerToken(req.headers, req.url, where.metadataUrl, scopes);
     if (!bearer.ok) return bearer.rejection;
@@ -86,7 +91,9 @@ export class ResourceServer {
       if (scopes && !scopes.every((s) => granted.includes(s))) for (const s of scopes) needed.add(s);
     }
     if (needed.size === 0) return OK;
-    return insufficientScope([...new Set([...this.auth.scopes, ...needed])], this.resourceOf(req).metadataUrl);
+    const where = this.resourceOf(req);
+    if (!where) return misdirected(this.hostOf(req));
+    return insufficientScope([...new Set([...this.auth.scopes, ...needed])], where.metadataUrl);
   }
 
   /** The metadata document for a request to `requestUrl` (see `McpHandler.protectedResourceMetadata`). */
@@ -96,7 +103,13 @@ export class ResourceServer {
 
   /** The metadata's answer for a request to `requestUrl`, or `undefined` when that is no metadata URL of this endpoint. */
   metadataResponse(method: string, requestUrl: URL, mcpPath?: string): MetadataResponse | undefined {
-    return metadataResponse(this.auth, method, requestUrl, mcpPath);
+    const answer = metadataResponse(this.auth, method, requestUrl, mcpPath);
+    if (answer && !this.fixed && !this.allowed(requestUrl)) {
+      const refused = misdirected(requestUrl.host);
+      const body = JSON.stringify({ jsonrpc: '2.0', error: { code: refused.code, message: refused.message } });
+      return { status: refused.status, headers: { 'content-type': 'application/json' }, body };
+    }
+    return answer;
   }
 
   private refusalOf(error: unknown, where: Resource): Rejection {
@@ -113,19 +126,42 @@ export class ResourceServer {
     return verifierUnavailable();
   }
 
-  /** This request's resource: the configured one, or its origin and path. */
-  private resourceOf(req: CoreRequest): Resource {
+  /**
+   * This request's resource: the configured one, or its origin and path, but only on a host of
+   * `allowedHosts`. A resource made of any Host header would undo the audience check (RFC 8707):
+   * a server that a victim gave a token to could replay it here with its own name in `Host`, and
+   * the token's audience would match. `undefined` (refused, and reported once per host) otherwise.
+   */
+  private resourceOf(req: CoreRequest): Resource | undefined {
     if (this.fixed) return this.fixed;
     const url = req.url ?? new URL(`http://${header(req.headers, 'host') ?? 'localhost'}/`);
     const key = `${url.origin}${url.pathname}`;
     let found = this.resources.get(key);
     if (!found) {
+      if (!this.allowed(url)) return undefined;
       const resource = resourceOf(url);
       found = { resource, metadataUrl: metadataUrlOf(resource) };
       if (this.resources.size >= MAX_REMEMBERED_URLS) this.resources.delete(this.resources.keys().next().value!);
       this.resources.set(key, found);
     }
     return found;
+  }
+
+  private allowed(url: URL): boolean {
+    if (this.allowedHosts.includes(hostName(url.host))) return true;
+    if (!this.reported.has(url.host) && this.reported.size < MAX_REMEMBERED_URLS) {
+      this.reported.add(url.host);
+      this.onError(
+        new Error(
+          `auth: a request for host ${JSON.stringify(url.host)} was refused: without auth.resource the resource is made of the request's host, which must then be one of allowedHosts; set auth.resource to the URL clients use (or add the host to allowedHosts)`,
+        ),
+      );
+    }
+    return false;
+  }
+
+  private hostOf(req: CoreRequest): string {
+    return req.url?.host ?? header(req.headers, 'host') ?? '';
   }
 }
 

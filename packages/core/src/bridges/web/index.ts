@@ -2,7 +2,7 @@ import type { AuthInfo } from '../../ports/mcp.js';
 import type { McpHandler } from '../../handler.js';
 import type { GetAuthInfo } from '../../ports/http.js';
 import { METADATA_PATH } from '../../auth/metadata.js';
-import { webCoreRequest } from './request.js';
+import { addressedUrl, webCoreRequest } from './request.js';
 import { WebResponder } from './response.js';
 
 export interface FetchHandlerOptions {
@@ -46,7 +46,7 @@ export function toFetchHandler(handler: McpHandler, options: FetchHandlerOptions
   return async function mcpFetchHandler(request, context) {
     // A handler with `auth` answers for its Protected Resource Metadata (RFC 9728) too.
     if (handler.options.auth && request.url.includes(METADATA_PATH)) {
-      const metadata = handler.authMetadataResponse(request.method, new URL(request.url));
+      const metadata = handler.authMetadataResponse(request.method, addressedUrl(request.url, request.headers.get('host') ?? undefined));
       if (metadata) return new Response(metadata.body ?? null, { status: metadata.status, headers: metadata.headers });
     }
     const authInfo = context?.authInfo ?? (await options.getAuthInfo?.(request));

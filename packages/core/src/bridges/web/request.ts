@@ -3,15 +3,27 @@ import type { BodyText, CoreRequest, HeaderMap } from '../../ports/http.js';
 
 /** A fetch `Request` as the core sees it. */
 export function webCoreRequest(request: Request, authInfo: AuthInfo | undefined, localAddress: string | undefined): CoreRequest {
+  const headers = headerMap(request);
   return {
     method: request.method,
-    headers: headerMap(request),
-    url: new URL(request.url),
+    headers,
+    url: addressedUrl(request.url, headers.host as string),
     readBody: (limit) => readWebBody(request, limit),
     authInfo,
     localAddress,
     request,
   };
+}
+
+/**
+ * The URL the client addressed: `request.url` with the host of its `Host` header. `next start`
+ * builds `request.url` from the host it listens on (`localhost` for `-H 127.0.0.1`), and the
+ * OAuth resource (auth/) is made of this URL: a client refuses one not on its endpoint's origin.
+ */
+export function addressedUrl(requestUrl: string, host: string | undefined): URL {
+  const url = new URL(requestUrl);
+  if (host !== undefined && host !== url.host) url.host = host;
+  return url;
 }
 
 function headerMap(request: Request): HeaderMap {
