@@ -69,18 +69,31 @@ export class ClusterLayer extends ClusterState implements ClusterPort {
     return forwardOrTakeOver(this, req, res, remote, body);
   }
 
-  async resumeElsewhere(req: CoreRequest, res: CoreResponder, found: SessionResolution, lastEventId: string): Promise<boolean> {
+  resumeElsewhere(req: CoreRequest, res: CoreResponder, found: SessionResolution, lastEventId: string): boolean | Promise<boolean> {
     const { ctx } = this;
     // Forwarding: another instance's session is followed here, from the shared store.
     if (found.kind === 'remote') {
-      return (await followRemote(ctx, res, found, lastEventId, ctx.polling(ctx.versionOf(req, undefined)))) !== 'refused';
+      const polling = ctx.polling(ctx.versionOf(req, undefined));
+      return followRemote(ctx, res, found, lastEventId, polling).then((followed) => followed !== 'refused');
     }
     // Shared: a stream another copy of the session writes (or wrote) is followed through the store.
     if (found.kind !== 'local' || !this.cluster.shared) return false;
     const cursor = parseEventId(lastEventId);
     if (cursor === undefined || found.session.activeStream(cursor.streamId)) return false;
-    const polling = ctx.polling(ctx.versionOf(req, found.session));
-    const sessionId = found.session.sessionId as string;
+    return this.followCopy(req, res, found.session, cursor, lastEventId);
+  }
+
+  /** Shared: follows a stream another copy of `session` writes; asks that copy to end what the store lost. */
+  private async followCopy(
+    req: CoreRequest,
+    res: CoreResponder,
+    session: Session,
+    cursor: { streamId: string; seq: number },
+    lastEventId: string,
+  ): Promise<boolean> {
+    const { ctx } = this;
+    const polling = ctx.polling(ctx.versionOf(req, session));
+    const sessionId = session.sessionId as string;
     if ((await followRemote(ctx, res, { sessionId }, lastEventId, polling)) !== 'refused') return true;
     // The store cannot replay what the client missed: the copy that writes the stream answers its
     // requests in the store with an error, read from there (else 404/410, from the engine).
@@ -88,12 +101,16 @@ export class ClusterLayer extends ClusterState implements ClusterPort {
     return (await followRemote(ctx, res, { sessionId }, lastEventId, polling)) !== 'refused';
   }
 
-  async routeMessages(session: Session, messages: JSONRPCMessage[]): Promise<JSONRPCMessage[] | Rejection> {
+  routeMessages(session: Session, messages: JSONRPCMessage[]): JSONRPCMessage[] | Promise<JSONRPCMessage[] | Rejection> {
     // Forwarding: every message of a session's POST reaches its owner, which runs its calls.
     if (!this.cluster.shared || !this.cluster.post) return messages;
     // Shared: answers and cancels for a call running on another instance go there.
     const { here, posted } = routeShared(this.ctx, session, messages);
-    if (posted.length === 0) return here;
+    return posted.length === 0 ? here : this.passedOn(here, posted);
+  }
+
+  /** Resolves once every message for another instance is kept for it; 503 if one could not be. */
+  private async passedOn(here: JSONRPCMessage[], posted: Promise<void>[]): Promise<JSONRPCMessage[] | Rejection> {
     try {
       await Promise.all(posted);
     } catch (error) {

@@ -49,15 +49,16 @@ export interface ClusterPort {
   /**
    * `GET` + `Last-Event-ID` for a stream this instance does not write (another instance's session,
    * or another copy of a session held here): served from the shared store. `false` when it is
-   * this instance's to serve after all (the store cannot replay it: the writer answers).
+   * this instance's to serve after all (the store cannot replay it: the writer answers). A promise
+   * only when the stream is written elsewhere.
    */
-  resumeElsewhere(req: CoreRequest, res: CoreResponder, found: SessionResolution, lastEventId: string): Promise<boolean>;
+  resumeElsewhere(req: CoreRequest, res: CoreResponder, found: SessionResolution, lastEventId: string): boolean | Promise<boolean>;
   /**
    * The messages of a POST for a session held here that belong to a call running elsewhere (a
-   * client's answer, a cancel) go there; resolves to those to serve here, or a rejection when they
-   * could not be passed on.
+   * client's answer, a cancel) go there: those to serve here, or a rejection when they could not be
+   * passed on. A promise only when some had to be passed on.
    */
-  routeMessages(session: Session, messages: JSONRPCMessage[]): Promise<JSONRPCMessage[] | Rejection>;
+  routeMessages(session: Session, messages: JSONRPCMessage[]): JSONRPCMessage[] | Promise<JSONRPCMessage[] | Rejection>;
   /** Records this instance as a new session's owner before any instance can be asked for it; rejects if it could not. */
   claim(session: Session): Promise<void>;
   /** While draining: whether this request is still this instance's to serve (else {@link handOver}). */

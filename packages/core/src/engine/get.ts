@@ -35,7 +35,10 @@ export async function serveGet(ctx: EngineContext, req: CoreRequest, given: Core
   if (found.kind === 'moved' || (ctx.draining && cluster && !cluster.servedWhileDraining(req))) {
     return cluster!.handOver(req, res, undefined, found.kind === 'local' ? found.session : undefined);
   }
-  if (resuming && cluster && (await cluster.resumeElsewhere(req, res, found, lastEventId))) return;
+  if (resuming && cluster) {
+    const elsewhere = cluster.resumeElsewhere(req, res, found, lastEventId);
+    if (elsewhere instanceof Promise ? await elsewhere : elsewhere) return;
+  }
   const session = found.kind === 'remote' ? await cluster!.serveElsewhere(req, res, found, undefined) : found.session;
   if (!session) return;
   const polling = ctx.polling(ctx.versionOf(req, session));

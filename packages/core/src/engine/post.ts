@@ -77,7 +77,8 @@ async function serveInSession(ctx: EngineContext, req: CoreRequest, res: CoreRes
   }
   if (ctx.cluster) {
     // What belongs to a call running on another instance (a client's answer, a cancel) goes there.
-    const here = await ctx.cluster.routeMessages(session, parsed.messages);
+    const routed = ctx.cluster.routeMessages(session, parsed.messages);
+    const here = routed instanceof Promise ? await routed : routed;
     if (!Array.isArray(here)) return sendRejection(res, here);
     parsed.messages = here;
   }

@@ -13,7 +13,7 @@ import type { EngineContext } from './context.js';
 export function resolveSession(
   ctx: EngineContext,
   req: CoreRequest,
-  /** For a DELETE: in a shared cluster a copy held here is ended without asking Redis first (see below). */
+  /** For a DELETE: the cluster may let it end a copy held here without its check (`ClusterPort.confirmHeld`). */
   deleting = false,
   /** The cluster has checked, since this request came, which sessions are still this instance's. */
   confirmed = false,
