@@ -136,3 +136,52 @@ describe('SDK v2 client, OAuth on express-example', () => {
     await auto.close();
   });
 });
+
+describe('SDK v2 client, OAuth on express-example, access tokens that live 1 s', () => {
+  let shortAs: AuthServer;
+  let shortApp: Instance;
+  beforeAll(async () => {
+    shortAs = await startAuthServer({ accessTokenTtlSeconds: 1 });
+    shortApp = await startProtectedApp('express-example', shortAs);
+  });
+  afterAll(async () => {
+    await shortApp?.stop('SIGKILL');
+    await shortAs?.close();
+  });
+
+  it('an expired token is refused 401 invalid_token mid-session; the client refreshes it (offline_access) without the user and the session goes on', async () => {
+    const wire = new Wire();
+    const oauth = new TestOAuthClient(new Browser());
+    const url = new URL(shortApp.url);
+    const first = new StreamableHTTPClientTransport(url, { authProvider: oauth, fetch: wire.fetch });
+    await expect(client('legacy').connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+    await first.finishAuth((await oauth.callbackUrl()).searchParams);
+    // The v2 client asked for offline_access (the server lists it) with prompt=consent: a refresh token came with the access token.
+    expect(oauth.tokens()?.refresh_token).toBeTruthy();
+
+    const c = client('legacy');
+    const t = new StreamableHTTPClientTransport(url, { authProvider: oauth, fetch: wire.fetch });
+    await c.connect(t);
+    const sessionId = t.sessionId;
+    const expired = oauth.tokens()!.access_token;
+    // Past its exp and the verifier's 5 s of leeway for clocks: time itself is what this waits for.
+    const exp = (JSON.parse(Buffer.from(expired.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, (exp + 5) * 1000 - Date.now()) + 300));
+
+    const result = await c.callTool({ name: 'test_simple_text', arguments: {} });
+    expect(result.isError).toBeFalsy();
+    const calls = wire.posted(shortApp.url, 'tools/call test_simple_text');
+    expect(calls.map((r) => r.status)).toEqual([401, 200]);
+    expect(calls[0]!.token).toBe(expired);
+    expect(calls[0]!.wwwAuthenticate).toContain('error="invalid_token"');
+    expect(calls[1]!.token).not.toBe(expired);
+    expect(calls[1]!.sessionId).toBe(sessionId);
+    // No second authorization: the refresh grant at the token endpoint, for the same resource.
+    expect(oauth.authorizationUrls).toHaveLength(1);
+    const refresh = shortAs.requests.filter((r) => r.endpoint === 'token' && r.grantType === 'refresh_token');
+    expect(refresh).toHaveLength(1);
+    expect(refresh[0]!.status).toBe(200);
+    expect(shortAs.tokens.map((tk) => tk.aud)).toEqual([shortApp.url, shortApp.url]);
+    await c.close();
+  });
+});
