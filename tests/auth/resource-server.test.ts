@@ -12,7 +12,7 @@ import { fixtureServer, type FixtureSdk } from '@mcp-kit/fixtures';
 import { authTargets, type Served } from '../support/auth-targets.js';
 import { envelope, modernAnswer, modernRequest, routingHeaders } from '../support/modern.js';
 import { callTool, initializeRequest, PROTOCOL } from '../support/sse.js';
-import { startTokenIssuer, type TokenIssuer } from '../support/token-issuer.js';
+import { startTokenIssuer, tamper, type TokenIssuer } from '../support/token-issuer.js';
 
 let issuer: TokenIssuer;
 beforeAll(async () => {
@@ -287,10 +287,3 @@ describe.each(['v1', 'v2'] as const)('the verified identity reaches tools: SDK %
     expect(probe.whoami).toEqual([seen, seen]);
   });
 });
-
-/** The token with one character of its signature changed. */
-function tamper(jwt: string): string {
-  const [header, payload, signature] = jwt.split('.') as [string, string, string];
-  const flipped = signature[5] === 'A' ? 'B' : 'A';
-  return `${header}.${payload}.${signature.slice(0, 5)}${flipped}${signature.slice(6)}`;
-}

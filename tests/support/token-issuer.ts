@@ -148,6 +148,13 @@ export async function startTokenIssuer(): Promise<TokenIssuer> {
   };
 }
 
+/** `jwt` with one character of its signature changed. */
+export function tamper(jwt: string): string {
+  const [header, payload, signature] = jwt.split('.') as [string, string, string];
+  const flipped = signature[5] === 'A' ? 'B' : 'A';
+  return `${header}.${payload}.${signature.slice(0, 5)}${flipped}${signature.slice(6)}`;
+}
+
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }
