@@ -97,6 +97,7 @@ export function mcpFirst(
   };
 }
 
+/** Options of {@link mcpAuthMetadata}. */
 export interface McpAuthMetadataOptions {
   /**
    * The MCP endpoint's path, e.g. `'/mcp'`: the bare well-known URL describes it, and only it is

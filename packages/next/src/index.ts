@@ -73,6 +73,7 @@ export function mcpNext(handler: McpHandler, options: McpNextOptions = {}): McpR
   return { GET: route, POST: route, DELETE: route, PUT: route, PATCH: route };
 }
 
+/** Options of {@link mcpNextAuthMetadata}. */
 export interface McpNextAuthMetadataOptions {
   /** The MCP route's path. Default: the path of `auth.resource` if set, else `/mcp`. */
   path?: string;

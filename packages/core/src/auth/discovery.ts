@@ -16,6 +16,7 @@ const TIMEOUT_MS = 5_000;
 /** A failed discovery is not tried again for this long: requests meanwhile get the same failure (503), not a request each. */
 const RETRY_AFTER_MS = 1_000;
 
+/** Where an issuer's metadata may be, in the order they are tried (RFC 8414 §3.1, then OpenID Connect's two forms). */
 export function discoveryUrls(issuer: string): string[] {
   const url = new URL(issuer);
   const path = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
@@ -26,6 +27,7 @@ export function discoveryUrls(issuer: string): string[] {
   ].filter((u, i, all) => all.indexOf(u) === i);
 }
 
+/** The issuer's metadata from the first of {@link discoveryUrls} that is not 404; throws if none, or if it names another issuer. */
 export async function fetchAuthorizationServerMetadata(issuer: string): Promise<AuthorizationServerMetadata> {
   const tried: string[] = [];
   for (const url of discoveryUrls(issuer)) {

@@ -3,6 +3,7 @@ import { Discovery } from './discovery.js';
 import { InvalidTokenError } from './errors.js';
 import type { TokenVerifier } from './options.js';
 
+/** Options of {@link introspectionVerifier}: where to ask, as whom, and how long an answer holds. */
 export interface IntrospectionVerifierOptions {
   /** The authorization server's issuer identifier: its `introspection_endpoint` is read from its metadata (RFC 8414). Give this or `endpoint`. */
   issuer?: string;

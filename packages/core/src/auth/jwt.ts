@@ -4,6 +4,7 @@ import { Discovery } from './discovery.js';
 import { InsufficientScopeError, InvalidTokenError } from './errors.js';
 import type { TokenVerifier } from './options.js';
 
+/** Options of {@link jwtVerifier}: whose tokens, for which audience, signed how. */
 export interface JwtVerifierOptions {
   /** The authorization server's issuer identifier, exactly as its metadata and its tokens' `iss` say it. */
   issuer: string;

@@ -78,6 +78,7 @@ export interface ResolvedAuth {
 
 const OWNER = 'createMcpHandler: auth';
 
+/** Checks the `auth` option when the handler is created (a `TypeError` naming what is wrong) and fills in the defaults. */
 export function resolveAuth(auth: AuthOptions): ResolvedAuth {
   if (typeof auth !== 'object' || auth === null) throw new TypeError(`${OWNER} must be an object ({ authorizationServers, verifier })`);
   const servers = auth.authorizationServers;
