@@ -14,7 +14,7 @@ import { createMcpHandler, FORWARDED_HEADER, jwtVerifier, type McpHandler, type 
 import { mcpExpress } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { createRedisClient, createRedisScaleOut } from '@mcp-kit/redis';
-import { modernAnswer } from '../support/modern.js';
+import { envelope, modernAnswer, modernRequest, routingHeaders } from '../support/modern.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import { callTool, initializeRequest, PROTOCOL } from '../support/sse.js';
 import { startTokenIssuer, type TokenIssuer } from '../support/token-issuer.js';
@@ -75,7 +75,7 @@ async function startNode(mode: 'forward' | 'shared'): Promise<Node> {
     cluster: scaleOut.cluster,
     taskStore: scaleOut.taskStore,
     onError: () => {},
-    auth: { authorizationServers: [issuer.issuer], resource: RESOURCE, verifier, scopes: ['mcp'] },
+    auth: { authorizationServers: [issuer.issuer], resource: RESOURCE, verifier, scopes: ['mcp'], toolScopes: { long_task: ['mcp:long'] } },
   });
   const app = express();
   app.use('/mcp', mcpExpress(handler));
@@ -106,7 +106,11 @@ const post = (url: string, body: unknown, headers: Record<string, string>) =>
     },
     body: JSON.stringify(body),
   });
-const bearer = async (sub: string) => ({ authorization: `Bearer ${await issuer.jwt(RESOURCE, { claims: { sub } })}` });
+const bearer = async (sub: string, scope = 'mcp') => ({
+  authorization: `Bearer ${await issuer.jwt(RESOURCE, { claims: { sub, scope } })}`,
+});
+const modern = (url: string, body: any, headers: Record<string, string>) =>
+  fetch(url, { method: 'POST', headers: { ...routingHeaders(body), ...headers }, body: JSON.stringify(body) });
 
 describe.each(['forward', 'shared'] as const)('a session across instances (%s mode) serves only its own principal', (mode) => {
   it("principal B's valid token cannot use principal A's session on the other instance, on any verb; A's can", async () => {
@@ -144,6 +148,31 @@ describe.each(['forward', 'shared'] as const)('a session across instances (%s mo
       expect(a.whoami).toEqual(['client-a/alice']);
       expect(a.verified.slice(verifiedOnA)).toEqual([alice.authorization.slice('Bearer '.length)]);
     }
+  });
+
+  it("a task made on one instance is polled on the other only with its tool's scopes, and only by its principal", async () => {
+    const [a, b] = await Promise.all([startNode(mode), startNode(mode)]);
+    nodes.push(a, b);
+    const withTasks = envelope({ 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } });
+    const full = await bearer('alice', 'mcp mcp:long');
+    const args = { steps: 2, intervalMs: 20, closeEvery: 1, retryMs: 50 };
+    const created = await modernAnswer(
+      await modern(a.url, modernRequest(1, 'tools/call', { name: 'long_task', arguments: args }, withTasks), full),
+    );
+    expect(created.answer.result.resultType).toBe('task');
+    const get = (id: number, auth: Record<string, string>) =>
+      modern(b.url, modernRequest(id, 'tasks/get', { taskId: created.answer.result.taskId }, withTasks), auth);
+    // The record in Redis names its tool: the other instance asks for the tool's scope.
+    const refused = await get(2, await bearer('alice'));
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('www-authenticate')).toContain('scope="mcp mcp:long"');
+    expect((await modernAnswer(await get(3, await bearer('bob', 'mcp mcp:long')))).answer.error.code).toBe(-32602);
+    let task: any;
+    for (let id = 4; !task || task.status === 'working'; id++) {
+      if (task) await new Promise((r) => setTimeout(r, task.pollIntervalMs));
+      task = (await modernAnswer(await get(id, full))).answer.result;
+    }
+    expect(task).toMatchObject({ status: 'completed', result: { content: [{ text: 'completed 2 steps' }] } });
   });
 
   it("a request claiming to be a peer's forward is still asked for a token", async () => {

@@ -241,6 +241,36 @@ describe.each(authTargets)('resource server: $name', (target) => {
     expect(ran.answer.result.content[0].text).toBe('completed 1 steps');
   });
 
+  it("tasks/* of a scoped tool's task need the tool's scopes too; another principal's task stays unknown", async () => {
+    await start();
+    const withTasks = envelope({ 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } });
+    const full = bearer(await token({ claims: { scope: 'mcp mcp:long' } }));
+    const args = { steps: 2, intervalMs: 20, closeEvery: 1, retryMs: 50 };
+    const created = await modernAnswer(
+      await modern(modernRequest(1, 'tools/call', { name: 'long_task', arguments: args }, withTasks), full),
+    );
+    expect(created.answer.result.resultType).toBe('task');
+    const get = (id: number, auth: Record<string, string>) =>
+      modern(modernRequest(id, 'tasks/get', { taskId: created.answer.result.taskId }, withTasks), auth);
+    // The same principal with a token of the endpoint's scope only: the task's tool needs mcp:long.
+    const refused = await get(2, bearer(await token()));
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('www-authenticate')).toContain(
+      'error="insufficient_scope", error_description="this request needs the scope mcp mcp:long"',
+    );
+    expect(await refused.json()).toMatchObject({ id: 2, error: { data: { error: 'insufficient_scope' } } });
+    // Another principal, scopes or not: no such task.
+    const foreign = await modernAnswer(await get(3, bearer(await token({ claims: { sub: 'mallory', scope: 'mcp mcp:long' } }))));
+    expect(foreign.answer.error.code).toBe(-32602);
+    let task: any;
+    for (let id = 4; !task || task.status === 'working'; id++) {
+      // Polled at the task's pollIntervalMs, as a client does.
+      if (task) await new Promise((r) => setTimeout(r, task.pollIntervalMs));
+      task = (await modernAnswer(await get(id, full))).answer.result;
+    }
+    expect(task).toMatchObject({ status: 'completed', result: { content: [{ text: 'completed 2 steps' }] } });
+  });
+
   it("another principal's valid token cannot use a session (403), and the session's own principal keeps it", async () => {
     await start();
     const session = await openSession(bearer(await token()));

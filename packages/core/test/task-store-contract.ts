@@ -59,7 +59,7 @@ export function taskStoreContract(name: string, make: () => Promise<TaskStore>):
   describe(`${name}: TaskStore contract`, () => {
     it('a created task is found at once, as it was stored; an unknown id is undefined', async () => {
       const store = await make();
-      const t = task({ statusMessage: 'starting', ttlMs: null });
+      const t = task({ statusMessage: 'starting', ttlMs: null, tool: 'long_task' });
       await store.create(t);
       expect(await store.get(t.taskId)).toEqual(t);
       expect(await store.get('no-such-task')).toBeUndefined();

@@ -309,6 +309,7 @@ function parseRecord(f: Record<string, string>, input: Record<string, string>): 
     ttlMs: f.ttlMs === 'null' ? null : Number(f.ttlMs),
     owner: f.owner!,
   };
+  if (f.tool !== undefined) record.tool = f.tool;
   if (f.statusMessage !== undefined) record.statusMessage = f.statusMessage;
   if (f.pollIntervalMs !== undefined) record.pollIntervalMs = Number(f.pollIntervalMs);
   if (f.result !== undefined) record.result = JSON.parse(f.result);

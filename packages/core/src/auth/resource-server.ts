@@ -96,6 +96,20 @@ export class ResourceServer {
     return insufficientScope([...new Set([...this.auth.scopes, ...needed])], where.metadataUrl);
   }
 
+  /**
+   * A `tasks/*` request for a task of `tool` (its own principal's: checked before) needs what a
+   * call of that tool needs: the token that polls a task may be another than the one that made it.
+   */
+  checkTaskScopes(req: CoreRequest, tool: string | undefined): Verdict {
+    const scopes = tool === undefined ? undefined : this.auth.toolScopes.get(tool);
+    if (!scopes) return OK;
+    const granted = req.authInfo?.scopes ?? [];
+    if (scopes.every((s) => granted.includes(s))) return OK;
+    const where = this.resourceOf(req);
+    if (!where) return misdirected(this.hostOf(req));
+    return insufficientScope([...new Set([...this.auth.scopes, ...scopes])], where.metadataUrl);
+  }
+
   /** The metadata document for a request to `requestUrl` (see `McpHandler.protectedResourceMetadata`). */
   metadataDocument(requestUrl: URL, mcpPath?: string): ProtectedResourceMetadata {
     return metadataDocument(this.auth, requestUrl, mcpPath);

@@ -117,6 +117,7 @@ export class Tasks implements TaskSignalListener {
     const record: TaskRecord = {
       taskId: randomId(),
       principal: principalOf(run.req.authInfo),
+      ...toolOf(run.request),
       status: 'working',
       createdAt: now,
       lastUpdatedAt: now,
@@ -175,6 +176,9 @@ export class Tasks implements TaskSignalListener {
     // A poll waits out a store outage (its client fails the task on an error); the others answer 503.
     const found = message.method === 'tasks/get' ? await readThroughOutage(find, res) : await find();
     if (found === undefined) return sendRejection(res, reject(200, -32602, NOT_FOUND), id);
+    // Its own principal's token, but without the scopes its tool needs: 403, as for the call (auth/).
+    const scoped = this.ctx.options.auth?.checkTaskScopes(req, found.tool);
+    if (scoped && !scoped.ok) return sendRejection(res, scoped, id);
     const store = this.ctx.options.taskStore;
     // The client has seen how its task ended: a drain no longer waits for it.
     if (TERMINAL_STATUSES.has(found.status) && message.method !== 'tasks/update') this.unread?.read(found.taskId);
@@ -292,4 +296,10 @@ function taskFields(task: TaskRecord): Record<string, unknown> {
   if (task.statusMessage !== undefined) fields.statusMessage = task.statusMessage;
   if (task.pollIntervalMs !== undefined) fields.pollIntervalMs = task.pollIntervalMs;
   return fields;
+}
+
+/** The tool a `tools/call` calls, for its task's record. */
+function toolOf(request: JSONRPCRequest): { tool?: string } {
+  const name = (request.params as { name?: unknown } | undefined)?.name;
+  return typeof name === 'string' ? { tool: name } : {};
 }

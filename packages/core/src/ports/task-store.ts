@@ -56,6 +56,8 @@ export interface TaskRecord {
   taskId: string;
   /** The principal that created it (`clientId` and `sub`); `undefined` without auth. */
   principal: string | undefined;
+  /** The tool whose call it is: with `auth`, that tool's `toolScopes` are asked of each `tasks/*` request for it. */
+  tool?: string;
   status: TaskStatus;
   statusMessage?: string;
   /** ms since the epoch. */
