@@ -71,7 +71,7 @@ const TAKEN_OVER = /another instance owns this session now|this stream is comple
 
 // KEYS: stream, session index, the session's owner record and the generation key ('' = no fence).
 // ARGV: entry id, frame, final, maxlen, ttl, streamId, seq, this instance's id, the generation its
-// records were written in.
+// records were written in, '1' to store a final frame past frames Redis lost (see appendFinalAfterLoss).
 // One round trip stores the frame, bounds the stream, and tells live tails on other instances.
 // A frame already stored (a retry whose first reply was lost) is not stored twice, and one whose
 // predecessor is missing (its write failed) is refused until that one is in: the owner retries
@@ -87,7 +87,7 @@ if #last > 0 then
   local lastSeq = tonumber(string.match(last[1][1], '^(%d+)'))
   if lastSeq >= seq then return 0 end
   if last[1][2][4] == '1' then return redis.error_reply('ERR mcp-kit: this stream is complete (another instance answered it)') end
-  if lastSeq < seq - 1 then return redis.error_reply('ERR mcp-kit: frame ' .. (lastSeq + 1) .. ' of this stream is not stored yet') end
+  if lastSeq < seq - 1 and ARGV[10] ~= '1' then return redis.error_reply('ERR mcp-kit: frame ' .. (lastSeq + 1) .. ' of this stream is not stored yet') end
 end
 redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[4], ARGV[1], 'f', ARGV[2], 'e', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
@@ -338,7 +338,21 @@ export class RedisEventStore implements EventStore {
     }));
   }
 
-  async append(key: StreamKey, seq: number, frame: string, final: boolean): Promise<void> {
+  append(key: StreamKey, seq: number, frame: string, final: boolean): Promise<void> {
+    return this.store(key, seq, frame, final, false);
+  }
+
+  /**
+   * The stream's final frame, past frames Redis lost after acknowledging them (a failover to a
+   * replica they had not reached; {@link StreamGap}): REPLAY finds the gap and hands a resume on
+   * any instance this frame as the stream's end, and a live tail that misses the gap ends and its
+   * client resumes so. Fenced like any append.
+   */
+  appendFinalAfterLoss(key: StreamKey, seq: number, frame: string): Promise<void> {
+    return this.store(key, seq, frame, true, true);
+  }
+
+  private async store(key: StreamKey, seq: number, frame: string, final: boolean, pastLoss: boolean): Promise<void> {
     const flag = final ? '1' : '0';
     if (final) this.live.remove(key.sessionId, this.streamKey(key));
     else this.live.add(key.sessionId, this.indexKey(key.sessionId), this.streamKey(key));
@@ -358,6 +372,7 @@ export class RedisEventStore implements EventStore {
         seq,
         me,
         seen,
+        pastLoss ? '1' : '0',
       ]);
     } catch (error) {
       // Refused for good, not an outage: the writer stops instead of retrying (issue 27, item 9).

@@ -5,10 +5,11 @@
  * that lacked the primary's last writes makes it say). The scale-out through a failover, with
  * clients, is tests/faults/sentinel-failover.test.ts.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createRedisClient, RedisEventStore, whenReady } from '@mcp-kit/redis';
 import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { redisCommand } from '../../../tests/support/redis-command.js';
 import { SENTINEL_NAME, startSentinels, type TestSentinels } from '../../../tests/support/sentinel.js';
 
 let sentinels: TestSentinels | undefined;
@@ -83,6 +84,42 @@ describe('APPEND, a frame before the one given missing', () => {
       // Once frame 2 is in, frame 3 is taken.
       await store.append(key, 2, 'id: x.2\ndata: {}\n\n', false);
       await store.append(key, 3, 'id: x.3\ndata: {}\n\n', false);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('appendFinalAfterLoss stores the final frame past frames Redis lost; a replay across the gap gets it as the end, a tail ends to be resumed', async () => {
+    redis = await startRedis();
+    const store = new RedisEventStore({ url: redis.url });
+    try {
+      await store.ready(5_000);
+      const key = { sessionId: 'sess-lost', streamId: 'lost'.padEnd(22, '0') };
+      await store.createStream(key, ['1']);
+      for (let seq = 1; seq <= 3; seq++) await store.append(key, seq, `id: x.${seq}\ndata: {}\n\n`, false);
+      // A client read up to 1 and follows the stream live on another instance: it gets 2 and 3.
+      const ended: string[] = [];
+      const frames: number[] = [];
+      const tail = await store.subscribe!(key, 1, {
+        frame: (_frame, seq) => frames.push(seq),
+        closed: () => ended.push('closed'),
+        end: (reason) => ended.push(reason),
+      });
+      await vi.waitFor(() => expect(frames).toEqual([2, 3]));
+      // What a failover to a lagging replica does: frames 2 and 3 are gone though they were acknowledged.
+      await redisCommand(redis.port, 'XDEL', `mcp-kit:{${key.sessionId}}:${key.streamId}`, '2-0', '3-0');
+      const refused = await Promise.resolve(store.append(key, 4, 'id: x.4\ndata: {}\n\n', false)).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ name: 'StreamGap', missingSeq: 2 });
+      const final = 'id: x.5\ndata: {"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"lost"}}\n\n';
+      await store.appendFinalAfterLoss(key, 5, final);
+      expect(await store.replayAfter(key.sessionId, key.streamId, 1)).toEqual({ ok: false, reason: 'evicted', final });
+      expect(await store.replayAfter(key.sessionId, key.streamId, 3)).toEqual({ ok: false, reason: 'evicted', final });
+      // The tail cannot bridge the gap: it ends (its client resumes, and hears the end).
+      await vi.waitFor(() => expect(ended).toEqual(['error']));
+      expect(frames).toEqual([2, 3]);
+      tail.cancel();
+      // Nothing goes after it, past a loss or not.
+      await expect(store.appendFinalAfterLoss(key, 6, final)).rejects.toThrow(/this stream is complete/);
     } finally {
       await store.close();
     }

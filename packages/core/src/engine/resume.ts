@@ -46,7 +46,7 @@ export async function resume(
   }
   if (!replayedFrames.ok) {
     const running = session.activeStream(cursor.streamId);
-    if (running?.kind === 'request' && running.pending.size > 0) return endLostCall(ctx, res, session, running);
+    if (running?.kind === 'request' && running.pending.size > 0) return endLostCall(ctx, res, session, running, cursor, polling);
     if (running?.kind === 'standalone' && replayedFrames.reason === 'unknown') return resumeFromNow(ctx, res, session, running, polling);
     if (replayedFrames.final) return answerLostFinal(ctx, res, session.sessionId as string, replayedFrames.final);
     if (answerAwaited(ctx, res, session, cursor)) return;
@@ -144,10 +144,23 @@ async function catchUp(
  * resumed stream and comes back after an error, and with that id it hears 204 (nothing left)
  * instead of opening a second standalone stream without one.
  */
-function endLostCall(ctx: EngineContext, res: CoreResponder, session: Session, stream: Stream): void {
+function endLostCall(
+  ctx: EngineContext,
+  res: CoreResponder,
+  session: Session,
+  stream: Stream,
+  cursor: { streamId: string; seq: number },
+  polling: boolean,
+): void {
   const ids = [...stream.pending];
   reportLostEvents(ctx, ids.length);
   const conn = session.newConnection(res);
+  // Primed with the client's own cursor: should the connection end before the answer is out (the
+  // store is failing over), SDK v1 comes back from there, not with no Last-Event-ID at all.
+  if (polling) {
+    conn.pace = stream.retryMs ?? ctx.options.retryMs;
+    conn.write(primingEvent(eventId(cursor.streamId, cursor.seq), conn.pace));
+  }
   session.follow(stream, conn, stream.seq);
   void answerAndCancel(session, ids, LOST_EVENTS);
 }

@@ -46,6 +46,15 @@ export interface EventStore {
    * stored; any other failure is taken as an outage, and the write is tried again.
    */
   append(stream: StreamKey, seq: number, frame: string, final: boolean): void | Promise<void>;
+  /**
+   * Optional: stores the stream's final frame (`seq`) although frames before it are missing,
+   * because the store lost them after acknowledging them ({@link isStreamGap}: a failover to a
+   * replica they had not reached). They are gone for good; a replay across the gap answers
+   * `evicted` with this frame as `final`, so a client resuming on any instance hears how its call
+   * ended. Refused like `append` otherwise. A store that cannot lose what it acknowledged (the
+   * memory store) needs none.
+   */
+  appendFinalAfterLoss?(stream: StreamKey, seq: number, frame: string): void | Promise<void>;
   /** The frames of `streamId` after `afterSeq`, if the stream belongs to `sessionId`. */
   replayAfter(sessionId: string, streamId: string, afterSeq: number): ReplayResult | Promise<ReplayResult>;
   /** Drops everything a session stored (DELETE, expiry). */

@@ -23,8 +23,9 @@ export interface AppendHooks {
   /** The store refused a frame for good ({@link StreamTakenOver}): the stream's calls must stop (once per stream). */
   onTakenOver(stream: Stream): void;
   /**
-   * The store lost frames it had acknowledged ({@link isStreamGap}): nothing later can be stored, so
-   * the stream's calls must end (once per stream); their answers reach a resume from this instance.
+   * The store lost frames it had acknowledged ({@link isStreamGap}): nothing later but the final
+   * frame can be stored (past the gap, where the store can: `appendFinalAfterLoss`), so the
+   * stream's calls must end (once per stream); a resume on any instance hears their answers.
    */
   onStoreLost(stream: Stream): void;
   /** Frames waiting through an outage are given up on once this says so (the session ended). */
@@ -72,6 +73,8 @@ export class Stream {
   private unstoredBytes = 0;
   /** More than `maxUnstoredBytes` waited through an outage: its calls were ended; notifications are dropped. */
   lost = false;
+  /** The store lost frames of it that it had acknowledged: only the final frame is stored now, past the gap. */
+  private storeLost = false;
 
   constructor(
     readonly id: string,
@@ -180,6 +183,8 @@ export class Stream {
    */
   append(store: EventStore, json: string, final: boolean, hooks: AppendHooks): Promise<void> {
     const seq = ++this.seq;
+    // Past a loss a notification cannot be stored, nor sent: no resume could carry on after it.
+    if (this.storeLost && !final) return RESOLVED;
     const frame = messageEvent(eventId(this.id, seq), json);
     const { telemetry } = hooks;
     if (telemetry.on) {
@@ -192,7 +197,9 @@ export class Stream {
         bytes: frame.length,
       });
     }
-    const attempt = (): void | Promise<void> => store.append(this.key, seq, frame, final);
+    const pastLoss = () => this.storeLost && final && store.appendFinalAfterLoss !== undefined;
+    const attempt = (): void | Promise<void> =>
+      pastLoss() ? store.appendFinalAfterLoss!(this.key, seq, frame) : store.append(this.key, seq, frame, final);
     let stored: void | Promise<void>;
     try {
       stored = attempt();
@@ -213,13 +220,19 @@ export class Stream {
     }
     // Settled now, so a write that fails before the frames ahead of it are out is never unhandled.
     const first = failureOf(stored);
-    const goOn = (error: unknown) => !this.broken && !isStreamTakenOver(error) && !hooks.abandoned();
+    const goOn = (error: unknown) => (!this.broken || pastLoss()) && !isStreamTakenOver(error) && !hooks.abandoned();
     const tail = (this.tail ?? RESOLVED)
       .then(() => first)
       .then((error) =>
         // A gap the first try saw may be the frame before still on its way; one a retry sees is not.
         error === undefined || !goOn(error) ? error : retriedWhile(attempt, error, (e) => goOn(e) && (e === error || !this.lostByStore(e))),
       )
+      .then((error) => {
+        if (error === undefined || !this.lostByStore(error)) return error;
+        this.storeLost = true;
+        // The call's end, at least, reaches its client: stored past the gap, where the store can.
+        return pastLoss() ? retriedWhile(attempt, error, goOn) : error;
+      })
       .then((error) => {
         this.unstoredBytes -= frame.length;
         if (error === undefined) {
@@ -241,7 +254,8 @@ export class Stream {
     if (!first) return;
     if (isStreamTakenOver(error)) hooks.onTakenOver(this);
     else if (this.lostByStore(error)) {
-      // The client reads what is left from the store, then its calls' answers from this instance.
+      // The client reads what is left from the store, then its calls' answers: stored past the gap
+      // (appendFinalAfterLoss), or told by this instance where the store cannot.
       this.conn = undefined;
       hooks.onStoreLost(this);
     } else hooks.onError(asError(error, 'event store append failed until its session ended; frame not sent'));
