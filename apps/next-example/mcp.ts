@@ -55,21 +55,6 @@ function createHandler(example: ExampleApp): McpHandler {
   return handler;
 }
 
-/**
- * The request at the URL the client addressed. `next start` builds `request.url` from the host it
- * was told to listen on (`localhost` for `-H 127.0.0.1`), not from the request's Host header; the
- * OAuth resource identifier (and so the 401's `resource_metadata` and the metadata's `resource`)
- * is made from this URL, and the SDK clients refuse a resource that is not on their endpoint's
- * origin (`localhost` ≠ `127.0.0.1`). The Host header was checked against `allowedHosts` by then.
- */
-export function asAddressed(request: Request): Request {
-  const host = request.headers.get('host');
-  const url = new URL(request.url);
-  if (!host || url.host === host) return request;
-  url.host = host;
-  return new Request(url, request);
-}
-
 /** INSTANCE_NAME in `x-served-by`, unless the answer was forwarded from the session's owner, which named itself. */
 export function servedBy(response: Response, instanceName: string | undefined): Response {
   if (!instanceName || response.headers.has('x-served-by')) return response;

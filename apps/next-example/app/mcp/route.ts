@@ -1,10 +1,10 @@
 import type { McpRouteHandler, McpRouteHandlers } from '@mcp-kit/next';
-import { asAddressed, routes, servedBy } from '../../mcp';
+import { routes, servedBy } from '../../mcp';
 
 function route(method: keyof McpRouteHandlers): McpRouteHandler {
   return async function mcpRoute(request) {
     const { handlers, instanceName } = await routes();
-    return servedBy(await handlers[method](asAddressed(request)), instanceName);
+    return servedBy(await handlers[method](request), instanceName);
   };
 }
 

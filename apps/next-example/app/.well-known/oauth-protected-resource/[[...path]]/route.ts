@@ -1,5 +1,5 @@
 import type { McpAuthMetadataRoutes, McpRouteHandler } from '@mcp-kit/next';
-import { asAddressed, routes, servedBy } from '../../../../mcp';
+import { routes, servedBy } from '../../../../mcp';
 
 // RFC 9728 Protected Resource Metadata, at /.well-known/oauth-protected-resource and at its
 // path-suffixed form for the endpoint (/.well-known/oauth-protected-resource/mcp), which MCP
@@ -10,7 +10,7 @@ function route(method: keyof McpAuthMetadataRoutes): McpRouteHandler {
     // Without AUTH_ISSUER the app is open: there is no authorization server to point to.
     if (!metadata)
       return Response.json({ jsonrpc: '2.0', error: { code: -32000, message: 'Not Found: this server takes no tokens' } }, { status: 404 });
-    return servedBy(await metadata[method](asAddressed(request)), instanceName);
+    return servedBy(await metadata[method](request), instanceName);
   };
 }
 
