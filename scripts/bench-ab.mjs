@@ -17,9 +17,10 @@
 // server process spent, read from /proc through /bench/stats: steadier on a shared machine).
 //
 // Noise: how far two runs of the same build land apart in this run. For each workload, the ratios
-// of consecutive runs of A (A2/A1, A3/A2, …) and of B, each taken as max(r, 1/r); the noise band is
-// the largest of them, less 1. B differs from A beyond noise when the median of B/A, taken the
-// same way, lies outside that band.
+// of consecutive runs of A (A2/A1, A3/A2, …) and of B, each taken as max(r, 1/r) − 1: the noise
+// band is their median, the typical gap between two runs of one build (the largest would let one
+// stalled run on a shared machine call anything noise). B differs from A beyond noise when the
+// median of B/A, taken the same way, lies outside that band.
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -28,6 +29,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { hostCpu, loadOver } from '../packages/bench/src/machine.mjs';
+import { McpHttp } from '../packages/bench/src/client/mcp.mjs';
 import { freePort } from '../packages/bench/src/servers/spawn.mjs';
 import { burst } from '../packages/bench/src/workloads/burst.mjs';
 import { throughput } from '../packages/bench/src/workloads/throughput.mjs';
@@ -150,18 +152,95 @@ async function startServer(side, env) {
   };
 }
 
-/** FLUSHALL over RESP, so each run starts on an empty Redis and the streams of the last do not pile up. */
-function flushRedis(url) {
+/** One command over RESP on a connection of its own; resolves with the reply's text (a status or a bulk string). */
+function redisCommand(url, ...args) {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.write('*1\r\n$8\r\nFLUSHALL\r\n'));
-    socket.once('data', (d) => {
-      socket.end();
-      if (String(d).startsWith('+OK')) resolve();
-      else reject(new Error(`FLUSHALL: ${d}`));
+    let reply = Buffer.alloc(0);
+    const socket = connect(Number(port), hostname, () =>
+      socket.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`),
+    );
+    socket.on('data', (d) => {
+      reply = Buffer.concat([reply, d]);
+      const head = reply.indexOf('\r\n');
+      if (head < 0) return;
+      const kind = String.fromCharCode(reply[0]);
+      if (kind === '$') {
+        const length = Number(reply.subarray(1, head).toString());
+        if (reply.length < head + 2 + length + 2) return;
+        socket.end();
+        resolve(reply.subarray(head + 2, head + 2 + length).toString());
+      } else {
+        socket.end();
+        if (kind === '+') resolve(reply.subarray(1, head).toString());
+        else reject(new Error(`${args[0]}: ${reply.subarray(0, head)}`));
+      }
     });
     socket.once('error', reject);
   });
+}
+
+/** FLUSHALL, so each run starts on an empty Redis and the streams of the last do not pile up. */
+const flushRedis = (url) => redisCommand(url, 'FLUSHALL');
+
+/** The commands Redis has run (those of scripts included), by name, from INFO commandstats. */
+async function commandsRun(url) {
+  const by = {};
+  for (const [, name, calls] of (await redisCommand(url, 'INFO', 'commandstats')).matchAll(/^cmdstat_(\S+?):calls=(\d+)/gm))
+    by[name] = Number(calls);
+  return by;
+}
+
+/** Commands per unit between two readings, by name; the reading's own INFO left out. */
+function perUnit(before, after, units) {
+  const out = {};
+  for (const [name, n] of Object.entries(after)) {
+    const d = n - (before[name] ?? 0) - (name === 'info' ? 1 : 0);
+    if (d > 0) out[name] = d / units;
+  }
+  return out;
+}
+
+const total = (by) => Object.values(by).reduce((a, b) => a + b, 0);
+
+/** `B − A` of two per-unit breakdowns, the commands that differ by at least 0.05 a unit. */
+function difference(a, b) {
+  const names = new Set([...Object.keys(a), ...Object.keys(b)]);
+  const out = [];
+  for (const name of names) {
+    const d = (b[name] ?? 0) - (a[name] ?? 0);
+    if (Math.abs(d) >= 0.05) out.push(`${d > 0 ? '+' : ''}${d.toFixed(2)} ${name.toUpperCase()}`);
+  }
+  return out.length > 0 ? out.join(', ') : 'none';
+}
+
+const CALLS_COUNTED = 200;
+const EVENTS_COUNTED = 2_000;
+
+/**
+ * The Redis commands one tools/call and one burst event cost a side's server: counts, not timings,
+ * so they hold on a busy machine. Calls one after the other on one session, after one untimed
+ * call; the count includes the server's heartbeats meanwhile (a few commands a second).
+ */
+async function redisCommandsOf(side, url) {
+  await flushRedis(url);
+  const handle = await startServer(side, { BENCH_REDIS_URL: url });
+  const client = new McpHttp(handle.origin, { connections: 2, path: handle.path });
+  try {
+    const session = await client.initialize();
+    await client.callTool(session, 'test_simple_text', {});
+    // Each count takes an INFO, which commandstats counts too.
+    let before = await commandsRun(url);
+    for (let i = 0; i < CALLS_COUNTED; i++) await client.callTool(session, 'test_simple_text', {});
+    const perCall = perUnit(before, await commandsRun(url), CALLS_COUNTED);
+    before = await commandsRun(url);
+    await client.callTool(session, 'bench_burst', { count: EVENTS_COUNTED });
+    const perEvent = perUnit(before, await commandsRun(url), EVENTS_COUNTED);
+    return { perCall, perEvent };
+  } finally {
+    await client.close();
+    await handle.stop();
+  }
 }
 
 /** A redis-server on a free loopback port, without persistence (bench-support.mjs's needs a built core). */
@@ -197,18 +276,15 @@ function median(values) {
 /** How far a ratio is from 1, the same whichever way: 0.8 and 1.25 are both 0.25. */
 const apart = (ratio) => Math.max(ratio, 1 / ratio) - 1;
 
-/** The band two runs of one build fall within here: the largest `apart` of consecutive runs. */
-function noiseBand(values) {
-  let band = 0;
-  for (let i = 1; i < values.length; i++) band = Math.max(band, apart(values[i] / values[i - 1]));
-  return band;
-}
+/** How far each run of one build landed from the one before it. */
+const gaps = (values) => values.slice(1).map((v, i) => apart(v / values[i]));
 
 /** One table row: A and B's medians, B/A (median, then each round's range), the noise band, the verdict. */
 function compare(name, A, B, unit, higherIsBetter) {
   const ratios = A.map((a, i) => B[i] / a);
   const ratio = median(ratios);
-  const band = Math.max(noiseBand(A), noiseBand(B));
+  // The typical gap between two runs of the same build, A's and B's together.
+  const band = median([...gaps(A), ...gaps(B)]);
   const within = apart(ratio) <= band;
   const better = higherIsBetter ? ratio > 1 : ratio < 1;
   const digits = unit.startsWith('µs') ? 1 : 0;
@@ -267,6 +343,8 @@ async function main() {
     }
     const cpu = process.cpuUsage(cpuBefore);
     const load = loadOver(hostBefore, hostCpu(), serverCpu + (cpu.user + cpu.system) / 1e6);
+    const commands = {};
+    for (const side of sides) commands[side.label] = await redisCommandsOf(side, redis.url);
 
     console.log(`\nA = ${sides[0].subject}\nB = ${sides[1].subject}`);
     console.log(`${args.rounds} rounds, A B alternating; node ${process.version}, ${os.cpus().length} cores`);
@@ -279,7 +357,7 @@ async function main() {
     const file = join(resultsDir, `bench-ab-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(
       file,
-      `${JSON.stringify({ base: sides[0], head: sides[1], rounds: args.rounds, short: args.short, load, values }, null, 2)}\n`,
+      `${JSON.stringify({ base: sides[0], head: sides[1], rounds: args.rounds, short: args.short, load, values, commands }, null, 2)}\n`,
     );
     console.log(`raw results: ${file}`);
     let beyond = 0;
@@ -296,6 +374,10 @@ async function main() {
         console.log(row);
       }
     }
+    const { A: ca, B: cb } = commands;
+    console.log(
+      `\nRedis commands (counted by Redis, scripts' included), per tools/call: A ${total(ca.perCall).toFixed(2)}, B ${total(cb.perCall).toFixed(2)} (B − A: ${difference(ca.perCall, cb.perCall)}); per burst event: A ${total(ca.perEvent).toFixed(2)}, B ${total(cb.perEvent).toFixed(2)} (B − A: ${difference(ca.perEvent, cb.perEvent)})`,
+    );
     console.log(`\n${beyond === 0 ? 'every comparison within noise' : `${beyond} of ${cases.length * 2} comparisons beyond noise`}`);
   } finally {
     process.kill(redis.child.pid, 'SIGKILL');
