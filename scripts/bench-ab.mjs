@@ -299,6 +299,18 @@ async function main() {
   const tmp = mkdtempSync(join(os.tmpdir(), 'mcp-kit-ab-'));
   const worktrees = [];
   const redis = await startRedis();
+  const cleanUp = () => {
+    process.kill(redis.child.pid, 'SIGKILL');
+    if (args.keep) return console.log(`worktrees kept under ${tmp} (remove with git worktree remove)`);
+    for (const dir of worktrees) spawnSync('git', ['worktree', 'remove', '--force', dir], { cwd: root, stdio: 'ignore' });
+    rmSync(tmp, { recursive: true, force: true });
+  };
+  // Stopped by Ctrl-C or a signal: the worktrees and the redis-server go too.
+  for (const signal of ['SIGINT', 'SIGTERM'])
+    process.once(signal, () => {
+      cleanUp();
+      process.exit(130);
+    });
   try {
     console.log(`building ${args.base} (A) and ${args.head} (B) in worktrees under ${tmp} ...`);
     const sides = [];
@@ -380,11 +392,7 @@ async function main() {
     );
     console.log(`\n${beyond === 0 ? 'every comparison within noise' : `${beyond} of ${cases.length * 2} comparisons beyond noise`}`);
   } finally {
-    process.kill(redis.child.pid, 'SIGKILL');
-    if (!args.keep) {
-      for (const dir of worktrees) spawnSync('git', ['worktree', 'remove', '--force', dir], { cwd: root, stdio: 'ignore' });
-      rmSync(tmp, { recursive: true, force: true });
-    } else console.log(`worktrees kept under ${tmp} (remove with git worktree remove)`);
+    cleanUp();
   }
 }
 
