@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// What each cluster mode's tests cost `npm test`, read from the JSON reports of its vitest stages:
+// What each cluster mode's tests cost `npm test`, read from the JSON reports of its vitest stages
+// (every results/vitest*.json):
 //   node scripts/cluster-mode-seconds.mjs [results-dir …]      (default: results/)
 // A file's seconds are its wall time in the report (its setup included). Forwarding: the files
 // that run only in a forwarding cluster, plus the main lane's run of the suites the shared-cluster
@@ -7,7 +8,7 @@
 // A file that runs both modes itself is split by the time of its tests under each mode's describe.
 // Files of neither mode (a single instance, the stores' own suites) are left out. Given several
 // results directories (runs), prints each run and the median.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 const FORWARD_ONLY = [
@@ -53,8 +54,21 @@ function files(report) {
   return byFile;
 }
 
+/**
+ * Every file of the lanes that run in the default (forwarding) mode: `npm test` splits them over
+ * several reports (`vitest.json`, `vitest-checks.json`, `vitest-outages.json`, …); the
+ * shared-cluster stage's is `vitest-shared.json`.
+ */
+function mainLanes(dir) {
+  const byFile = new Map();
+  for (const name of readdirSync(dir).filter((f) => /^vitest.*\.json$/.test(f) && f !== 'vitest-shared.json'))
+    for (const [file, entry] of files(JSON.parse(readFileSync(join(dir, name), 'utf8')))) byFile.set(file, entry);
+  return byFile;
+}
+
 function secondsOf(dir) {
-  const main = files(JSON.parse(readFileSync(join(dir, 'vitest.json'), 'utf8')));
+  if (!existsSync(join(dir, 'vitest-shared.json'))) throw new Error(`${dir} has no vitest-shared.json: run npm test first`);
+  const main = mainLanes(dir);
   const shared = files(JSON.parse(readFileSync(join(dir, 'vitest-shared.json'), 'utf8')));
   const sum = (map, names) => names.reduce((a, n) => a + (map.get(n)?.seconds ?? 0), 0);
   const parts = {
