@@ -55,21 +55,21 @@ function files(report) {
 }
 
 /**
- * Every file of the lanes that run in the default (forwarding) mode: `npm test` splits them over
- * several reports (`vitest.json`, `vitest-checks.json`, `vitest-outages.json`, …); the
- * shared-cluster stage's is `vitest-shared.json`.
+ * Every file of the lanes that run in the default (forwarding) mode, or (`shared`) of the stages
+ * that run in a shared cluster: `npm test` splits them over several reports (`vitest.json`,
+ * `vitest-checks.json`, `vitest-outages.json`, …; `vitest-shared.json`, `vitest-outages-shared.json`).
  */
-function mainLanes(dir) {
+function lanes(dir, shared) {
   const byFile = new Map();
-  for (const name of readdirSync(dir).filter((f) => /^vitest.*\.json$/.test(f) && f !== 'vitest-shared.json'))
+  for (const name of readdirSync(dir).filter((f) => /^vitest.*\.json$/.test(f) && /-shared\.json$/.test(f) === shared))
     for (const [file, entry] of files(JSON.parse(readFileSync(join(dir, name), 'utf8')))) byFile.set(file, entry);
   return byFile;
 }
 
 function secondsOf(dir) {
   if (!existsSync(join(dir, 'vitest-shared.json'))) throw new Error(`${dir} has no vitest-shared.json: run npm test first`);
-  const main = mainLanes(dir);
-  const shared = files(JSON.parse(readFileSync(join(dir, 'vitest-shared.json'), 'utf8')));
+  const main = lanes(dir, false);
+  const shared = lanes(dir, true);
   const sum = (map, names) => names.reduce((a, n) => a + (map.get(n)?.seconds ?? 0), 0);
   const parts = {
     forwardOnly: sum(main, FORWARD_ONLY),

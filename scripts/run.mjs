@@ -67,12 +67,8 @@ const CHECKS_LANE_TESTS = [
   'tests/reliability/fuzz.test.ts',
   'tests/reliability/fuzz-modern.test.ts',
   'tests/behaviour/modern.test.ts',
-  // ~57 s and ~46 s in the vitest lane.
-  'tests/behaviour/wire.test.ts',
+  // ~46 s in the vitest lane.
   'tests/cluster/redis-cluster.test.ts',
-  // The packed packages installed with npm (issue 28): ~35 s on an idle machine, mostly npm writing
-  // Next.js; the vitest lane was the longer one by ~190 s (a fresh clone's run of f828caf).
-  'tests/packaging/packed-install.test.ts',
 ];
 
 /**
@@ -85,6 +81,9 @@ const OUTAGE_LANE_TESTS = [
   'tests/faults/redis-outage.test.ts',
   'tests/faults/redis-network.test.ts',
   'tests/faults/sentinel-failover.test.ts',
+  // The packed packages installed with npm (issue 28): ~35 s on an idle machine, mostly npm
+  // writing Next.js to disk.
+  'tests/packaging/packed-install.test.ts',
 ];
 
 /**
@@ -101,11 +100,17 @@ const SHARED_CLUSTER_TESTS = [
   'tests/faults/pause.test.ts',
   'tests/faults/redis-restart.test.ts',
   'tests/faults/command-faults.test.ts',
-  // Redis down 1 s, 5 s and 30 s (issue 27): resumes sent back to come later, appends held in order.
+];
+
+/**
+ * The outages in a shared cluster too (issue 27), in the outages lane: Redis down 1 s, 5 s and
+ * 30 s (resumes sent back to come later, appends held in order), a Sentinel failover (the bus and
+ * tail subscribers follow the promotion too), a network to Redis that delays, resets and
+ * black-holes.
+ */
+const SHARED_OUTAGE_TESTS = [
   'tests/faults/redis-outage.test.ts',
-  // A Sentinel failover (issue 27): the bus and tail subscribers follow the promotion too.
   'tests/faults/sentinel-failover.test.ts',
-  // A network to Redis that delays, resets and black-holes (issue 27).
   'tests/faults/redis-network.test.ts',
 ];
 
@@ -113,7 +118,8 @@ const SHARED_CLUSTER_TESTS = [
  * `npm test`. After install and build, three lanes run at once on the machine's two cores: vitest
  * (one worker: its files start servers and wait on them), the checks that need no vitest
  * (typecheck, lint, the bench's short mode, the conformance suite against every example app, then
- * a few test files), and the outages (mostly waiting), then the shared-cluster runs.
+ * a few test files and the cluster suites in a shared cluster), and the outages (mostly waiting),
+ * in each mode.
  * Every stage runs to its end whatever another did; the closing line counts vitest's tests plus one
  * per bench and conformance run, and a failed typecheck or lint counts as a failure.
  */
@@ -173,6 +179,14 @@ async function test() {
       counts: 'vitest',
       report: 'results/vitest-checks.json',
     },
+    {
+      name: 'vitest (shared cluster)',
+      cmd: 'npx',
+      args: vitestRun('results/vitest-shared.json', SHARED_CLUSTER_TESTS),
+      env: { MCP_KIT_CLUSTER: 'shared' },
+      counts: 'vitest',
+      report: 'results/vitest-shared.json',
+    },
   ];
   const outages = [
     {
@@ -183,12 +197,12 @@ async function test() {
       report: 'results/vitest-outages.json',
     },
     {
-      name: 'vitest (shared cluster)',
+      name: 'vitest (outages, shared cluster)',
       cmd: 'npx',
-      args: vitestRun('results/vitest-shared.json', SHARED_CLUSTER_TESTS),
+      args: vitestRun('results/vitest-outages-shared.json', SHARED_OUTAGE_TESTS),
       env: { MCP_KIT_CLUSTER: 'shared' },
       counts: 'vitest',
-      report: 'results/vitest-shared.json',
+      report: 'results/vitest-outages-shared.json',
     },
   ];
   const results = await runLanes({ vitest: [vitest], checks, outages }, options);
