@@ -20,7 +20,11 @@ export interface JwtVerifierOptions {
    * `/.well-known/oauth-authorization-server`, then OpenID Connect's `openid-configuration`).
    */
   jwksUri?: string;
-  /** Leeway for `exp` and `nbf`, in seconds, for clocks that drift. Default `5`. */
+  /**
+   * Leeway for `nbf` (a token issued by a clock a little ahead), in seconds. Default `5`. Not for
+   * `exp`: the resource server refuses a token from its `exp` on whatever the verifier says, as
+   * the SDK's `requireBearerAuth` does; a client refreshes it then.
+   */
   clockToleranceSec?: number;
   /**
    * A token naming a key the cached JWKS lacks makes the JWKS be fetched again, at most once per
