@@ -1,6 +1,6 @@
 /**
  * The SDK v2 client (`@modelcontextprotocol/client` 2.4.0) running its own OAuth flow against the
- * built Express example app started with AUTH_ISSUER, and a real authorization server
+ * built example apps (Express, Koa, `next start`) started with AUTH_ISSUER, and a real authorization server
  * (oidc-provider): as a 2025-11-25 session, from the first `401` to a polling `long_task` whose
  * `403 insufficient_scope` it steps up on (SEP-2350: the union of the scopes it had and the ones
  * challenged); and as a 2026-07-28 client (pinned, then `auto`) whose per-request POSTs each carry
@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 import { Browser, startAuthServer, type AuthServer } from '../support/auth-server.js';
-import type { Instance } from '../support/cluster.js';
+import { EXAMPLE_APPS, type ExampleAppName, type Instance } from '../support/cluster.js';
 import { TestOAuthClient, Wire } from '../support/oauth-client.js';
 import { startProtectedApp } from '../support/protected-app.js';
 import { completed, POLLED_CLOSES, POLLED_TASK, LEGACY, MODERN, oneTo, stepOf } from '../clients/harness.js';
@@ -20,15 +20,24 @@ const STREAMED = { steps: 5, intervalMs: 10 };
 type Mode = 'legacy' | 'auto' | { pin: string };
 
 let as: AuthServer;
+/** The app the tests of the describe block that runs now talk to. */
 let app: Instance;
 beforeAll(async () => {
   as = await startAuthServer();
-  app = await startProtectedApp('express-example', as);
 });
 afterAll(async () => {
-  await app?.stop('SIGKILL');
   await as?.close();
 });
+
+/** Starts `appName` with AUTH_ISSUER for the describe block it is called in, and stops it after. */
+function protectedApp(appName: ExampleAppName): void {
+  beforeAll(async () => {
+    app = await startProtectedApp(appName, as);
+  });
+  afterAll(async () => {
+    await app?.stop('SIGKILL');
+  });
+}
 
 function client(mode: Mode, steps: number[] = []): Client {
   const c = new Client({ name: 'e2e-v2', version: '1.0.0' }, { versionNegotiation: { mode } });
@@ -48,7 +57,8 @@ async function authorize(oauth: TestOAuthClient, t: StreamableHTTPClientTranspor
   await t.finishAuth((await oauth.callbackUrl()).searchParams);
 }
 
-describe('SDK v2 client, OAuth on express-example', () => {
+describe.each(EXAMPLE_APPS)('SDK v2 client, OAuth on %s', (appName) => {
+  protectedApp(appName);
   it('2025-11-25 session: first 401, authorization, a polling long_task after a step-up to mcp:long', async () => {
     const wire = new Wire();
     const oauth = new TestOAuthClient(new Browser());
@@ -89,7 +99,10 @@ describe('SDK v2 client, OAuth on express-example', () => {
     for (const resume of resumes) expect(resume).toMatchObject({ status: 200, token, sessionId });
     await c.close();
   });
+});
 
+describe('SDK v2 client, OAuth on express-example, a 2026-07-28 client', () => {
+  protectedApp('express-example');
   it('2026-07-28 (pinned, then auto): every per-request POST carries the token, the step-up included', async () => {
     const wire = new Wire();
     const oauth = new TestOAuthClient(new Browser());
