@@ -129,19 +129,16 @@ export class HttpForwarder {
             responder.send(status, out, body === '' ? undefined : body);
             resolve();
           });
-          // The owner got the request and began its answer: whatever breaks now, it may have run it.
           upstream.on('error', (error) => {
-            if (!settled) reject(Object.assign(error, { maybeReceived: true }));
+            if (!settled) reject(error);
           });
         },
       );
-      const { answered, sent } = this.bound(req, target);
+      const answered = this.bound(req, target);
       req.on('error', (error) => {
         if (!settled) {
           settled = true;
-          // Once the request went out on a connection, a reset or hang-up does not say whether the
-          // owner got it (it may have crashed mid-call): it is not to be run anywhere else (item 9).
-          reject(sent() ? Object.assign(error, { maybeReceived: true }) : error);
+          reject(error);
         }
       });
       req.end(request.body);
@@ -152,12 +149,10 @@ export class HttpForwarder {
    * Bounds how long `req` waits for the owner: `connectTimeoutMs` to connect, then (connected, or
    * at once on a reused keep-alive socket) `responseTimeoutMs` for the answer's head, else the
    * owner is checked (see {@link ForwarderOptions.responseTimeoutMs}); one that fails the check
-   * ends the request with an error marked `maybeReceived`. Returns what to call once the head came,
-   * and whether the request went out on a connection yet.
+   * ends the request with an error marked `maybeReceived`. Returns what to call once the head came.
    */
-  private bound(req: ClientRequest, target: URL): { answered: () => void; sent: () => boolean } {
+  private bound(req: ClientRequest, target: URL): () => void {
     let answered = false;
-    let connected = false;
     let silence: ReturnType<typeof setTimeout> | undefined;
     const connecting = setTimeout(
       () => req.destroy(new Error(`could not connect to ${target.origin} within ${this.connectTimeoutMs} ms`)),
@@ -176,13 +171,12 @@ export class HttpForwarder {
       }, this.responseTimeoutMs);
     };
     req.on('socket', (socket) => {
-      const onConnect = () => {
-        connected = true;
+      const connected = () => {
         clearTimeout(connecting);
         if (!answered) awaitHead();
       };
-      if (!socket.connecting) onConnect();
-      else socket.once('connect', onConnect);
+      if (!socket.connecting) connected();
+      else socket.once('connect', connected);
     });
     const stop = () => {
       clearTimeout(connecting);
@@ -190,12 +184,9 @@ export class HttpForwarder {
     };
     req.on('close', stop);
     req.on('error', stop);
-    return {
-      answered: () => {
-        answered = true;
-        clearTimeout(silence);
-      },
-      sent: () => connected,
+    return () => {
+      answered = true;
+      clearTimeout(silence);
     };
   }
 

@@ -47,8 +47,8 @@ export async function forward(
  * request waits (at most the cluster's `ownerTimeoutMs`) until the cluster declares it gone, then
  * the session is restored here and the request served here (the session returned to the caller),
  * or on whichever instance restored it first. Otherwise 502. A `POST` the owner may have received
- * (it froze, the network held it, or the connection broke after the request was sent) is never
- * served here too: its tool would run twice (issue 27, items 2 and 9); 502 at once.
+ * (it froze, or the network held it, after the request was sent) is never served here too: its
+ * tool would run twice (issue 27, item 2); 502 at once.
  */
 export async function forwardOrTakeOver(
   layer: ClusterState,

@@ -59,8 +59,7 @@ export interface SessionCluster {
    * `responder`, as it comes. Must add {@link FORWARDED_HEADER} so the owner never forwards it again.
    * Rejects only if nothing was relayed (the engine then answers 502, or restores the session here
    * once the owner is declared gone). When the owner may have received the request although no
-   * answer came (it froze, the network between the instances holds the bytes, or the connection
-   * broke once the request was on it: a crash, a reset), the error has
+   * answer came (it froze, or the network between the instances holds the bytes), the error has
    * `maybeReceived: true`: the engine then never serves a `POST` of it here (its tool would run
    * twice) and answers 502 at once.
    */
