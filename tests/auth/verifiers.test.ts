@@ -20,7 +20,7 @@ import {
   type McpHandlerOptions,
   type TokenVerifier,
 } from '@mcp-kit/core';
-import { mcpExpress } from '@mcp-kit/express';
+import { mcpExpress, type McpExpressOptions } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { modernAnswer } from '../support/modern.js';
 import { initializeRequest, PROTOCOL, rawRequest } from '../support/sse.js';
@@ -48,8 +48,13 @@ async function serve(auth: Partial<AuthOptions>, errors: Error[] = [], options: 
     ...options,
     auth: { authorizationServers: [issuer.issuer], verifier: jwtVerifier({ issuer: issuer.issuer }), ...auth },
   });
+  return listen(handler);
+}
+
+/** Serves `handler` from an Express app on a free port until the test ends; its MCP URL. */
+async function listen(handler: McpHandler, options: McpExpressOptions = {}): Promise<string> {
   const app = express();
-  app.use('/mcp', mcpExpress(handler));
+  app.use('/mcp', mcpExpress(handler, options));
   const server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   running = {
@@ -227,20 +232,8 @@ describe('the auth option', () => {
       server: () => createFixtureServer(),
       auth: { authorizationServers: [issuer.issuer], verifier: custom },
     });
-    const app = express();
     // An auth middleware that says someone else made the request.
-    app.use('/mcp', mcpExpress(handler, { getAuthInfo: () => ({ token: 'x', clientId: 'mallory', scopes: [] }) }));
-    const server = createServer(app);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    running = {
-      handler,
-      async close() {
-        await handler.close();
-        server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-      },
-    };
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+    const url = await listen(handler, { getAuthInfo: () => ({ token: 'x', clientId: 'mallory', scopes: [] }) });
     const refused = await initialize(url, 'nope');
     expect(refused.status).toBe(401);
     expect(descriptionOf(refused)).toBe('unknown token');
