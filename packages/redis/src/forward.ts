@@ -91,57 +91,68 @@ export class HttpForwarder {
       if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
       const secure = target.protocol === 'https:';
       let settled = false;
-      const req = (secure ? httpsRequest : httpRequest)(
-        target,
-        { method: request.method, headers, agent: secure ? this.https : this.http },
-        (upstream) => {
-          answered();
-          // The owner let the session go while draining: not an answer for the client; the engine
-          // restores the session here once the owner record stops naming that instance.
-          if (upstream.headers[MOVED_HEADER] !== undefined) {
-            settled = true;
-            upstream.resume();
-            return reject(new Error(`instance ${String(upstream.headers[MOVED_HEADER])} let the session go (draining)`));
-          }
-          const status = upstream.statusCode ?? 502;
-          const out = relayable(upstream.headers);
-          if (status === 200 && String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream')) {
-            const sink = responder.stream(out);
-            settled = true;
-            resolve();
-            upstream.setEncoding('utf8');
-            upstream.on('data', (chunk: string) => {
-              sink.write(chunk);
-              if (sink.bufferedBytes > this.maxBufferedBytes) upstream.destroy();
+      // `pooled`: on a keep-alive connection from the agent; a retry goes on a new one of its own.
+      const send = (pooled: boolean): void => {
+        let head = false;
+        const req = (secure ? httpsRequest : httpRequest)(
+          target,
+          { method: request.method, headers, agent: pooled ? (secure ? this.https : this.http) : false },
+          (upstream) => {
+            head = true;
+            answered();
+            // The owner let the session go while draining: not an answer for the client; the engine
+            // restores the session here once the owner record stops naming that instance.
+            if (upstream.headers[MOVED_HEADER] !== undefined) {
+              settled = true;
+              upstream.resume();
+              return reject(new Error(`instance ${String(upstream.headers[MOVED_HEADER])} let the session go (draining)`));
+            }
+            const status = upstream.statusCode ?? 502;
+            const out = relayable(upstream.headers);
+            if (status === 200 && String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+              const sink = responder.stream(out);
+              settled = true;
+              resolve();
+              upstream.setEncoding('utf8');
+              upstream.on('data', (chunk: string) => {
+                sink.write(chunk);
+                if (sink.bufferedBytes > this.maxBufferedBytes) upstream.destroy();
+              });
+              // The owner went away or hung up (its own close, a shutdown): end here too; the client resumes.
+              upstream.on('error', () => {});
+              upstream.on('close', () => sink.end());
+              // The client left: hang up on the owner too, so its stream sees the disconnect.
+              sink.onClose(() => upstream.destroy());
+              return;
+            }
+            const chunks: Buffer[] = [];
+            upstream.on('data', (chunk: Buffer) => chunks.push(chunk));
+            upstream.on('end', () => {
+              settled = true;
+              const body = Buffer.concat(chunks).toString('utf8');
+              responder.send(status, out, body === '' ? undefined : body);
+              resolve();
             });
-            // The owner went away or hung up (its own close, a shutdown): end here too; the client resumes.
-            upstream.on('error', () => {});
-            upstream.on('close', () => sink.end());
-            // The client left: hang up on the owner too, so its stream sees the disconnect.
-            sink.onClose(() => upstream.destroy());
-            return;
-          }
-          const chunks: Buffer[] = [];
-          upstream.on('data', (chunk: Buffer) => chunks.push(chunk));
-          upstream.on('end', () => {
-            settled = true;
-            const body = Buffer.concat(chunks).toString('utf8');
-            responder.send(status, out, body === '' ? undefined : body);
-            resolve();
-          });
-          upstream.on('error', (error) => {
-            if (!settled) reject(error);
-          });
-        },
-      );
-      const answered = this.bound(req, target);
-      req.on('error', (error) => {
-        if (!settled) {
+            upstream.on('error', (error) => {
+              if (!settled) reject(error);
+            });
+          },
+        );
+        const answered = this.bound(req, target);
+        req.on('error', (error) => {
+          if (settled) return;
+          // A keep-alive connection that breaks before any answer is most likely one the owner closed
+          // as this request crossed it (its idle timeout ran out first: under load, the agent's
+          // earlier timer runs late), so the owner never read it: it goes again, once, on a new
+          // connection. An owner that did read it has its id in flight in the session and refuses
+          // the copy (400), so its tool does not run twice there. A new connection that breaks fails.
+          if (pooled && req.reusedSocket && !head && brokenConnection(error)) return send(false);
           settled = true;
           reject(error);
-        }
-      });
-      req.end(request.body);
+        });
+        req.end(request.body);
+      };
+      send(true);
     });
   }
 
@@ -221,6 +232,11 @@ export class HttpForwarder {
     this.http.destroy();
     this.https.destroy();
   }
+}
+
+/** A connection reset or closed under a request (not a timeout of ours, not a refused connect). */
+function brokenConnection(error: Error & { code?: string }): boolean {
+  return error.code === 'ECONNRESET' || error.code === 'EPIPE';
 }
 
 function relayable(headers: IncomingHttpHeaders): OutHeaders {

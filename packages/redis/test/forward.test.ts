@@ -178,6 +178,41 @@ describe('HttpForwarder', () => {
     expect(rec.streamed).toBeUndefined();
   });
 
+  it('a reused keep-alive connection the owner closed as the request crossed it (its idle timeout) is retried once on a new connection', async () => {
+    const sockets: unknown[] = [];
+    const url = await owner((req, _body, res) => {
+      sockets.push(req.socket);
+      // The second request on the first connection: the owner's idle timer closed it as the bytes came.
+      if (sockets.length === 2) return void req.socket.destroy();
+      res.writeHead(200, { 'content-type': 'application/json' }).end(`{"n":${sockets.length}}`);
+    });
+    const f = forwarder();
+    await f.forward(url, { method: 'POST', headers: {}, body: '{}' }, recorder().responder);
+    const { rec, responder } = recorder();
+    await f.forward(url, { method: 'POST', headers: {}, body: '{}' }, responder);
+    // Before: "socket hang up", and the draining instance that handed the request over answered 503.
+    expect(rec.sent?.status).toBe(200);
+    expect(rec.sent?.body).toBe('{"n":3}');
+    expect(sockets[1]).toBe(sockets[0]);
+    expect(sockets[2]).not.toBe(sockets[0]);
+  });
+
+  it('a new connection that breaks before the answer is not retried: the forward rejects', async () => {
+    let received = 0;
+    const url = await owner((req) => {
+      received++;
+      req.socket.destroy();
+    });
+    const error = await forwarder()
+      .forward(url, { method: 'POST', headers: {}, body: '{}' }, recorder().responder)
+      .then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+    expect(error?.message).toMatch(/socket hang up/);
+    expect(received).toBe(1);
+  });
+
   it('an owner that stops answering (frozen) fails the forward within 2 × responseTimeoutMs on the keep-alive socket it answered on before, marked maybeReceived (issue 27, item 2)', async () => {
     let frozen = false;
     const seen: Array<{ method: string | undefined; socket: unknown }> = [];
