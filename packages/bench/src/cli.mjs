@@ -36,19 +36,21 @@ const FULL = {
 };
 
 /**
- * Every code path once, in a minute or two: for CI, which checks that the benchmark runs, never a
- * timing. Each mcp-kit server runs every workload it serves; each anchor (SDK transports, bare
- * servers, floors) runs only the first, which shows it starts and answers: its numbers would only
- * be ratios, and short mode has none worth reading. An anchor's failed workload does not fail it
- * (verdict.mjs).
+ * Every code path once, in about a minute: for CI, which checks that the benchmark runs, never a
+ * timing. Each main mcp-kit server (Express, Koa, Next) runs every workload it serves; each
+ * variant of one (a server with `only`: mcpFirst, SDK v2, hibernation, OpenTelemetry, auth) and
+ * each anchor (SDK transports, bare servers, floors) runs only the first it serves, which shows it
+ * starts and answers: their numbers would only be ratios, and short mode has none worth reading.
+ * An anchor's failed workload does not fail it (verdict.mjs). The durations are the least that
+ * still warms a server up and sends every kind of request.
  */
 const SHORT = {
-  throughput: { sessions: 16, inFlight: 64, warmupMs: 200, durationMs: 500, rounds: 1 },
-  burst: { events: 2_000, reps: 2, warmups: 1 },
-  resume: { sizes: [10_000], samples: 10, warmups: 2, budgetMs: 5_000, minSamples: 3 },
-  memory: { sessions: 100, streams: 200, settleMs: 0 },
-  polling: { clients: 4, steps: 200, intervalMs: 1, closeEvery: 1, retryMs: 0, stallMs: 15_000 },
-  modern: { inFlight: 64, warmupMs: 200, durationMs: 500, rounds: 1 },
+  throughput: { sessions: 16, inFlight: 64, warmupMs: 100, durationMs: 250, rounds: 1 },
+  burst: { events: 1_000, reps: 1, warmups: 1 },
+  resume: { sizes: [10_000], samples: 5, warmups: 1, budgetMs: 5_000, minSamples: 3 },
+  memory: { sessions: 50, streams: 100, settleMs: 0 },
+  polling: { clients: 4, steps: 100, intervalMs: 1, closeEvery: 1, retryMs: 0, stallMs: 15_000 },
+  modern: { inFlight: 64, warmupMs: 100, durationMs: 250, rounds: 1 },
 };
 
 /** Each workload gets fresh server processes started with these settings (see servers/tools.mjs). */
@@ -172,11 +174,12 @@ async function main() {
       .map((x) => x.toFixed(2))
       .join(' ')}`,
   );
-  // Short mode: the one workload each anchor runs (see SHORT).
-  const anchorWorkload = new Map();
-  for (const server of servers) if (!server.kit) anchorWorkload.set(server.name, workloads.find((w) => serves(server, w))?.name);
+  // Short mode: the one workload each anchor and each variant runs (see SHORT).
+  const firstWorkload = new Map();
+  for (const server of servers)
+    if (!server.kit || server.only) firstWorkload.set(server.name, workloads.find((w) => serves(server, w))?.name);
   const takesPart = (server, workload) =>
-    serves(server, workload) && (!args.short || server.kit || anchorWorkload.get(server.name) === workload.name);
+    serves(server, workload) && (!args.short || !firstWorkload.has(server.name) || firstWorkload.get(server.name) === workload.name);
   const runHost = hostCpu();
   let runOwn = 0;
   for (const workload of workloads) {
