@@ -2,12 +2,12 @@
  * End to end with the SDK's own Client + StreamableHTTPClientTransport over real HTTP, against
  * every adapter: what a user's client actually receives.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { answerServerRequests } from '../support/answers.js';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
+import { adapters, sharedStarts, type ServerUnderTest } from '../support/adapters.js';
 
 interface WireLog {
   /** When a response body ended, as the client saw it. */
@@ -50,9 +50,11 @@ async function connect(url: string, log: WireLog = { ends: [], resumes: [] }) {
 describe.each(adapters)('SDK client: $name', (adapter) => {
   let sut: ServerUnderTest;
   let clients: Client[] = [];
+  const servers = sharedStarts(adapter);
   beforeEach(async () => {
-    sut = await adapter.start();
+    sut = await servers.start();
   });
+  afterAll(() => servers.closeAll());
   afterEach(async () => {
     for (const c of clients) await c.close();
     clients = [];

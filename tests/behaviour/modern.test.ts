@@ -2,8 +2,8 @@
  * The 2026-07-28 era on raw bytes, beside the 2025 era on the same endpoint, against every adapter:
  * what a request of the revision gets, and what it is refused with.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { adapters, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { adapters, sharedStarts, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
 import { envelope, MODERN, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
 import { callTool, errorOf, http, initializeRequest, openSession } from '../support/sse.js';
 
@@ -11,11 +11,14 @@ const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 
 describe.each(adapters)('2026-07-28 era: $name', (adapter) => {
   let sut: ServerUnderTest;
+  // No session, or one of each test's own: `next start` runs once per set of options (sharedStarts).
+  const servers = sharedStarts(adapter);
   const start = async (options: HarnessOptions = {}) => {
     await sut?.close();
-    sut = await adapter.start(options);
+    sut = await servers.start(options);
   };
   beforeEach(() => start());
+  afterAll(() => servers.closeAll());
   afterEach(async () => {
     await sut.close();
   });

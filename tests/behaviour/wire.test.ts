@@ -1,9 +1,9 @@
 /**
  * Wire-level behaviour of Streamable HTTP + SEP-1699, on raw bytes, run against every adapter.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryEventStore, type EventStore } from '@mcp-kit/core';
-import { adapters, inProcessAdapters, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
+import { adapters, inProcessAdapters, sharedStarts, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
 import {
   callTool,
   errorOf,
@@ -23,12 +23,15 @@ const tokenOf = (id: string | undefined) => id!.split('.')[0];
 describe.each(adapters)('wire: $name', (adapter) => {
   let sut: ServerUnderTest | undefined;
   let starting: Promise<void> | undefined;
+  // Each test opens sessions of its own: `next start` runs once per set of options (sharedStarts).
+  const servers = sharedStarts(adapter);
   const start = async (options: HarnessOptions = {}) => {
     await sut?.close();
-    sut = await adapter.start(options);
+    sut = await servers.start(options);
   };
+  afterAll(() => servers.closeAll());
   // The server with the default options starts at a test's first request, so a test that starts
-  // its own (`await start({ … })`) does not pay for two: `next start` takes a second or two.
+  // its own (`await start({ … })`) does not pay for two.
   const api: McpHttp = {
     get url() {
       return sut!.url;

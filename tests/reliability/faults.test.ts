@@ -4,9 +4,9 @@
  * between a resume and the stream it resumes.
  */
 import type { ServerResponse } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { MemoryEventStore } from '@mcp-kit/core';
-import { adapters, inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
+import { adapters, inProcessAdapters, sharedStarts, type ServerUnderTest } from '../support/adapters.js';
 import { initialize, jsonRpcError, RawSession, send, splitId, toolCall, type RawSse } from './client.js';
 import { GatedStore, registerBurst, registerTicker, ServerCounter, TwoPhase } from './fixture.js';
 import { collect, listenerPid, rssOf } from './memory.js';
@@ -49,15 +49,18 @@ function rssSampler(pid: number | undefined) {
 
 describe.each(adapters)('faults: $name', (adapter) => {
   let sut: ServerUnderTest | undefined;
+  // For the tests whose sessions are their own: `next start` once per set of options (sharedStarts).
+  const shared = sharedStarts(adapter);
   afterEach(async () => {
     await sut?.close();
     sut = undefined;
   });
+  afterAll(() => shared.closeAll());
 
   it('DELETE with a standalone, a running and a resumed stream open ends all three cleanly and forgets the session', async () => {
     const servers = new ServerCounter();
     const store = new MemoryEventStore();
-    sut = await adapter.start(adapter.inProcess ? { server: servers.factory(), eventStore: store } : {});
+    sut = await (adapter.inProcess ? adapter.start({ server: servers.factory(), eventStore: store }) : shared.start());
     const { s, standalone, running, resumed } = await openThreeStreams(sut.url, 20);
 
     expect((await s.del()).status).toBe(200);
@@ -153,7 +156,7 @@ describe.each(adapters)('faults: $name', (adapter) => {
   });
 
   it('a cancelled call gets no response; its stream ends and its id is free again, instead of both being held for the life of the session', async () => {
-    sut = await adapter.start();
+    sut = await shared.start();
     const s = await RawSession.open(sut.url);
     const call = await s.postSse(toolCall(5, 'long_task', { steps: 10_000, intervalMs: 20 }));
     await call.next();

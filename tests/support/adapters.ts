@@ -148,4 +148,36 @@ export const nextAdapter: Adapter = {
 };
 
 export const adapters: Adapter[] = [expressAdapter, koaAdapter, nextAdapter];
+
+/**
+ * Starts for the tests of one describe block that each open sessions of their own and never stop
+ * the server themselves: a server out of process (`next start`, which costs a second or two of CPU,
+ * most of it loading the route on the first request) is started once per set of options and kept
+ * for the next test that asks for the same ones; a lease's `close()` keeps it running, and each
+ * lease starts with no errors. In-process servers cost little and start fresh for every test.
+ * `closeAll()` (in afterAll) stops what was kept.
+ */
+export function sharedStarts(adapter: Adapter): { start(options?: HarnessOptions): Promise<ServerUnderTest>; closeAll(): Promise<void> } {
+  const kept = new Map<string, Promise<ServerUnderTest>>();
+  return {
+    async start(options = {}) {
+      if (adapter.inProcess) return adapter.start(options);
+      const key = JSON.stringify(options);
+      let starting = kept.get(key);
+      if (!starting) {
+        starting = adapter.start(options);
+        kept.set(key, starting);
+        starting.catch(() => kept.delete(key));
+      }
+      const sut = await starting;
+      sut.errors.length = 0;
+      return { url: sut.url, errors: sut.errors, close: async () => {} };
+    },
+    async closeAll() {
+      const all = [...kept.values()];
+      kept.clear();
+      await Promise.all(all.map(async (starting) => (await starting.catch(() => undefined))?.close()));
+    },
+  };
+}
 export const inProcessAdapters: Adapter[] = adapters.filter((a) => a.inProcess);
