@@ -72,15 +72,21 @@ const CHECKS_LANE_TESTS = [
 ];
 
 /**
- * The outages (issue 27), in a lane of their own: most of their time is spent waiting for Redis to
- * come back, a replica to be promoted or a black hole to end, while the CPU serves the other two
- * lanes. ~83 s, ~59 s and ~18 s in the vitest lane before; they assert no timing tighter than
- * `commandTimeoutMs` + 1 s.
+ * The outages (issue 27) and the other fault suites that mostly wait (for Redis to come back, a
+ * replica to be promoted, a black hole to end, a frozen instance to thaw, a client's paced
+ * reconnect), in a lane of their own while the CPU serves the others. They assert no timing
+ * tighter than `commandTimeoutMs` + 1 s. Seconds in the vitest lane of a fresh clone's run of
+ * 91db208: frozen-owner 20, pause 20, redis-restart 20, delete-during-outage 15, thawed-copy 10.
  */
 const OUTAGE_LANE_TESTS = [
   'tests/faults/redis-outage.test.ts',
   'tests/faults/redis-network.test.ts',
   'tests/faults/sentinel-failover.test.ts',
+  'tests/faults/frozen-owner.test.ts',
+  'tests/faults/pause.test.ts',
+  'tests/faults/redis-restart.test.ts',
+  'tests/faults/delete-during-outage.test.ts',
+  'tests/faults/thawed-copy.test.ts',
   // The packed packages installed with npm (issue 28): ~35 s on an idle machine, mostly npm
   // writing Next.js to disk.
   'tests/packaging/packed-install.test.ts',
@@ -103,7 +109,7 @@ const SHARED_CLUSTER_TESTS = [
 ];
 
 /**
- * The outages in a shared cluster too (issue 27), in the outages lane: Redis down 1 s, 5 s and
+ * The outages in a shared cluster too (issue 27), in a lane of their own beside the outages: Redis down 1 s, 5 s and
  * 30 s (resumes sent back to come later, appends held in order), a Sentinel failover (the bus and
  * tail subscribers follow the promotion too), a network to Redis that delays, resets and
  * black-holes.
@@ -115,11 +121,11 @@ const SHARED_OUTAGE_TESTS = [
 ];
 
 /**
- * `npm test`. After install and build, three lanes run at once on the machine's two cores: vitest
+ * `npm test`. After install and build, four lanes run at once on the machine's two cores: vitest
  * (one worker: its files start servers and wait on them), the checks that need no vitest
  * (typecheck, lint, the bench's short mode, the conformance suite against every example app, then
- * a few test files and the cluster suites in a shared cluster), and the outages (mostly waiting),
- * in each mode.
+ * a few test files and the cluster suites in a shared cluster), and the outages and fault suites
+ * that mostly wait, and the outages again in a shared cluster.
  * Every stage runs to its end whatever another did; the closing line counts vitest's tests plus one
  * per bench and conformance run, and a failed typecheck or lint counts as a failure.
  */
@@ -196,6 +202,8 @@ async function test() {
       counts: 'vitest',
       report: 'results/vitest-outages.json',
     },
+  ];
+  const sharedOutages = [
     {
       name: 'vitest (outages, shared cluster)',
       cmd: 'npx',
@@ -205,7 +213,7 @@ async function test() {
       report: 'results/vitest-outages-shared.json',
     },
   ];
-  const results = await runLanes({ vitest: [vitest], checks, outages }, options);
+  const results = await runLanes({ vitest: [vitest], checks, outages, 'outages+': sharedOutages }, options);
   timed.push(...results);
   let passed = 0;
   let failed = 0;
