@@ -43,9 +43,18 @@ export async function restore(
 ): Promise<SessionResolution> {
   // A draining instance takes nothing over: a peer will (shared: nobody takes anything over).
   if (ctx.draining && !ctx.options.cluster!.shared) return { kind: 'moved' };
+  const cluster = ctx.options.cluster!;
   let taken: TakeOver | undefined;
   try {
-    taken = await ctx.options.cluster!.takeOver!(sessionId, principal);
+    const take = () => cluster.takeOver!(sessionId, principal);
+    // Shared, taking a copy only reads the session's record: a read that failed (a command timed
+    // out, its connection was reset) is tried again before the 503 that ends an SDK client's call,
+    // as an owner lookup is. Forwarding, the take-over is a compare-and-set that may have happened.
+    taken = await (cluster.shared
+      ? Promise.resolve()
+          .then(take)
+          .catch(() => brieflyRetried(take))
+      : take());
   } catch (error) {
     ctx.options.onError(asError(error, 'cluster takeOver failed'));
     return rejected(unavailable('the session directory'));
