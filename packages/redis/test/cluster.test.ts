@@ -181,8 +181,10 @@ describe('RedisSessionCluster', () => {
     await a.claim('sess-6a', undefined);
     await admin.flushall();
     await a.claim('sess-6b', undefined);
-    await eventually(async () => expect(await b.lookupOwner('sess-6a')).toMatchObject({ instanceId: 'a6' }));
-  });
+    // 10 s, well inside the next heartbeat (60 s): a fresh clone's npm test, four lanes on two
+    // cores, once ran past the 5 s this had; run alone it takes ~0.1 s.
+    await eventually(async () => expect(await b.lookupOwner('sess-6a')).toMatchObject({ instanceId: 'a6' }), 10_000);
+  }, 20_000);
 
   it('an instance is alive for the others as soon as ready() resolves, though its next heartbeat is a minute away', async () => {
     const b = await instance('b7', 60_000);
