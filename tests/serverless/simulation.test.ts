@@ -17,7 +17,9 @@ let platform: ServerlessPlatform;
 beforeAll(async () => {
   platform = await startServerless({
     apps: ['next-example', 'next-example', 'express-example'],
-    env: { HEARTBEAT_MS: '300', RETRY_MS: '100' },
+    // A 3 s heartbeat window: four lanes of npm test on two cores once starved an instance past 900 ms
+    // (HEARTBEAT_MS 300), and its running task was declared lost.
+    env: { HEARTBEAT_MS: '1000', RETRY_MS: '100' },
   });
 }, 60_000);
 
