@@ -44,6 +44,13 @@ export function resolveSession(
   return { kind: 'local', session };
 }
 
+/**
+ * Pauses before each new ownership check after one failed: a slow or resetting network to Redis
+ * fails one (each is bounded by the cluster's check timeout), and a `503` ends an SDK client's
+ * call, so the request waits through a few (about 10 s at most) before it is refused.
+ */
+const OWNERSHIP_RECHECKS_MS = [100, 500, 1_000];
+
 /** Resolves the request again once the cluster knows which sessions are still this instance's. */
 async function afterOwnershipCheck(
   ctx: EngineContext,
@@ -51,11 +58,20 @@ async function afterOwnershipCheck(
   checking: Promise<void>,
   deleting: boolean,
 ): Promise<SessionResolution> {
-  try {
-    await checking;
-  } catch (error) {
-    ctx.options.onError(asError(error, 'cluster ownership check failed'));
-    return rejected(unavailable('the session directory'));
+  for (let i = 0; ; i++) {
+    try {
+      await checking;
+      break;
+    } catch (error) {
+      if (i === OWNERSHIP_RECHECKS_MS.length) {
+        ctx.options.onError(asError(error, 'cluster ownership check failed'));
+        return rejected(unavailable('the session directory'));
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, OWNERSHIP_RECHECKS_MS[i]));
+    const again = ctx.cluster?.confirmHeld(deleting);
+    if (!again) break;
+    checking = again;
   }
   return resolveSession(ctx, req, deleting, true);
 }
