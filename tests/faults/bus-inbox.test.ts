@@ -7,12 +7,9 @@
  * leave it to its own timeout; meanwhile A serves the session's other requests.
  */
 import { afterEach, expect, it } from 'vitest';
-import { instance } from '../support/cluster.js';
-import { freePort, startRedis } from '../support/redis.js';
-import { startRespFaultProxy } from '../support/resp-faults.js';
+import { startSharedPair } from '../support/shared-pair.js';
 import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
 
-const ENV = { CLUSTER: 'shared', HEARTBEAT_MS: '300', RETRY_MS: '100', LIVE_PAGE: '0' };
 const BUS = /mcp-kit:bus:/;
 
 /** What each test started, stopped in reverse order after it. */
@@ -36,17 +33,7 @@ async function session(on: string, then: string): Promise<Record<string, string>
 }
 
 it("an elicitation's answer posted through B while A's bus subscriber is cut reaches A's call once it is back", async () => {
-  const redis = await startRedis();
-  started.push(() => redis.stop());
-  const faults = await startRespFaultProxy(redis.port);
-  started.push(() => faults.close());
-  const a = instance('A', await freePort(), { ...ENV, REDIS_URL: faults.url });
-  const b = instance('B', await freePort(), { ...ENV, REDIS_URL: redis.url });
-  started.push(
-    () => a.stop('SIGKILL'),
-    () => b.stop('SIGKILL'),
-  );
-  await Promise.all([a.start(), b.start()]);
+  const { faults, a, b } = await startSharedPair(started);
   const headers = await session(b.url, a.url);
 
   const call = await http(a.url).postSse(callTool(2, 'test_elicitation', { message: 'name?' }), headers);

@@ -5,12 +5,8 @@
  * live on: once A is back, the session is gone there too (404), and the call A's copy ran has ended.
  */
 import { afterEach, expect, it } from 'vitest';
-import { instance } from '../support/cluster.js';
-import { freePort, startRedis } from '../support/redis.js';
-import { startRespFaultProxy } from '../support/resp-faults.js';
+import { startSharedPair } from '../support/shared-pair.js';
 import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
-
-const ENV = { CLUSTER: 'shared', HEARTBEAT_MS: '300', RETRY_MS: '100', LIVE_PAGE: '0' };
 
 /** What each test started, stopped in reverse order after it. */
 const started: Array<() => Promise<void>> = [];
@@ -19,17 +15,7 @@ afterEach(async () => {
 });
 
 it('a session deleted through B while A was cut off from Redis is gone on A once A is back: 404, and its call there ended', async () => {
-  const redis = await startRedis();
-  started.push(() => redis.stop());
-  const faults = await startRespFaultProxy(redis.port);
-  started.push(() => faults.close());
-  const a = instance('A', await freePort(), { ...ENV, REDIS_URL: faults.url });
-  const b = instance('B', await freePort(), { ...ENV, REDIS_URL: redis.url });
-  started.push(
-    () => a.stop('SIGKILL'),
-    () => b.stop('SIGKILL'),
-  );
-  await Promise.all([a.start(), b.start()]);
+  const { faults, a, b } = await startSharedPair(started);
 
   const init = await http(b.url).postSse(initializeRequest(1));
   const sessionId = init.response.headers.get('mcp-session-id')!;
