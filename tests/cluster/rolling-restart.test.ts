@@ -110,7 +110,9 @@ describe('rolling restart of three Redis-backed instances', () => {
           if (JSON.stringify(c.steps) !== JSON.stringify(oneTo(TASK.steps))) failures.push(`${c.name}: steps ${JSON.stringify(c.steps)}`);
           events += c.steps.length;
         } catch (error) {
-          failures.push(`${c.name}: ${(error as Error).message}`);
+          // fetch's "fetch failed" says what broke only in its cause (a reset, a closed socket).
+          const cause = (error as Error).cause as { code?: string; message?: string } | undefined;
+          failures.push(`${c.name}: ${(error as Error).message}${cause ? ` (${cause.code ?? ''} ${cause.message ?? ''})` : ''}`);
         } finally {
           running.delete(c);
         }
@@ -177,6 +179,24 @@ describe('rolling restart of three Redis-backed instances', () => {
     const refused = log.filter((r) => r.status >= 400).map((r) => ({ ...r, at: r.at - started, backend: instances[r.backend]!.name }));
     if (refused.length > 0) console.log(`[rolling restart] refused requests: ${JSON.stringify(refused.slice(0, 40), null, 1)}`);
 
+    if (failures.length > 0) {
+      // What the proxy saw of (up to ten of) the failed clients' sessions, a line a request: when
+      // it came and when its answer's head did (ms since the clients connected), or `waiting`.
+      const failed = clients.filter((c) => failures.some((f) => f.startsWith(`${c.name}:`))).slice(0, 10);
+      const seen = [...log, ...proxy.waiting()];
+      const lines = failed.flatMap((c) => [
+        `${c.name} ${c.sessionId}:`,
+        ...seen
+          .filter((r) => r.sessionId === c.sessionId)
+          .sort((a, b) => a.receivedAt - b.receivedAt)
+          .map(
+            (r) =>
+              `  ${r.receivedAt - started} ${r.method} ${r.kind} ${r.lastEventId ?? ''} → ${instances[r.backend]!.name} ` +
+              (r.status === 0 ? 'waiting' : `${r.status} by ${r.servedBy} at ${r.at - started}, ended ${r.endedAt ? r.endedAt - started : '-'}`),
+          ),
+      ]);
+      console.log(`[rolling restart] the failed clients' requests:\n${lines.join('\n')}`);
+    }
     expect(failures.slice(0, 20), cluster.outputs()).toEqual([]);
     expect(events).toBe(calls.value * TASK.steps);
     expect(log.filter((r) => r.status === 404)).toEqual([]);

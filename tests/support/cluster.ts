@@ -192,6 +192,8 @@ export interface ProxiedRequest {
   status: number;
   /** The `x-served-by` of the answer: the instance that actually served it (after any forward). */
   servedBy: string | undefined;
+  /** When the proxy got the request (its body whole). */
+  receivedAt: number;
   /** When the proxy got the answer's head. */
   at: number;
   /** When the answer ended (its connection to the client closed); unset while it streams. */
@@ -203,6 +205,8 @@ export interface ProxiedRequest {
 export interface RoundRobinProxy {
   url: string;
   log: ProxiedRequest[];
+  /** Requests with no answer's head yet, as they would be logged now (`status` 0), for failure messages. */
+  waiting(): ProxiedRequest[];
   /** The next request of this kind (see {@link ProxiedRequest.kind}) goes to backend `index`, outside the turn. */
   steer(kind: string, index: number): void;
   /** Takes backend `index` out of the rotation (a load balancer's failed health check) or puts it back. */
@@ -244,10 +248,12 @@ export async function roundRobinProxy(
   const steered = new Map<string, number>();
   const down = new Set<number>();
   const log: ProxiedRequest[] = [];
+  const waiting = new Set<() => ProxiedRequest>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      const receivedAt = Date.now();
       const body = Buffer.concat(chunks);
       const header = (h: IncomingHttpHeaders, name: string) => (typeof h[name] === 'string' ? (h[name] as string) : undefined);
       const headers = { ...req.headers };
@@ -260,6 +266,7 @@ export async function roundRobinProxy(
         backend,
         status,
         servedBy,
+        receivedAt,
         at: Date.now(),
         ...(error ? { error } : {}),
       });
@@ -272,9 +279,12 @@ export async function roundRobinProxy(
         // Past what was tried, and past what is down while something else is up.
         const skip = (i: number) => tried.includes(i) || (down.has(i) && ports.some((_, j) => !down.has(j) && !tried.includes(j)));
         for (let n = 0; n < ports.length && skip(backend); n++) backend = (backend + 1) % ports.length;
+        const pending = () => entry(backend, 0, undefined);
+        waiting.add(pending);
         const upstream = request(
           { host: '127.0.0.1', port: ports[backend], method: req.method, path: req.url, headers, agent: false },
           (up) => {
+            waiting.delete(pending);
             const seen = entry(backend, up.statusCode ?? 0, header(up.headers, 'x-served-by'));
             log.push(seen);
             res.on('close', () => (seen.endedAt = Date.now()));
@@ -286,6 +296,7 @@ export async function roundRobinProxy(
           },
         );
         upstream.on('error', (error: NodeJS.ErrnoException) => {
+          waiting.delete(pending);
           // Nothing reached the backend (refused, or reset by a listener that was closing): try another.
           if (error.syscall === 'connect' && tried.length + 1 < ports.length) return send([...tried, backend]);
           // Reset before any answer: a closing listener drops a connection it had accepted but not
@@ -303,17 +314,28 @@ export async function roundRobinProxy(
           res.writeHead(502, { 'content-type': 'text/plain' });
           res.end(`proxy: ${error.message}`);
         });
-        res.on('close', () => upstream.destroy());
+        res.on('close', () => {
+          waiting.delete(pending);
+          upstream.destroy();
+        });
         upstream.end(body);
       };
       send([]);
     });
   });
+  // A load balancer keeps an idle client connection far longer than a client does (ALB 60 s,
+  // nginx 75 s). With Node's default of 5 s, a client idle a few seconds (waiting out a restart)
+  // finds its connections closed and opens new ones, which this busy test process accepts one per
+  // event-loop iteration (see connectClient in tests/cluster/clients.ts); and a client may send a
+  // request on a connection in the instant this server closes it, which fetch fails at once
+  // ("fetch failed": one rolling-restart call in a CI run; its cause was not recorded).
+  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     log,
+    waiting: () => [...waiting].map((pending) => pending()),
     steer(kind, index) {
       steered.set(kind, index);
     },
