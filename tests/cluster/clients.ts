@@ -5,6 +5,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { answerServerRequests } from '../support/answers.js';
 
 export interface LongTask {
@@ -37,7 +38,16 @@ export interface ClusterClient {
  */
 export async function connectClient(url: string, name: string): Promise<ClusterClient> {
   const client = new Client({ name, version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: {} } });
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  // A connection pool of its own, as a client in its own process has. With one pool for every
+  // client of this process, a burst of calls (all of them at once, at the start of a test) needs a
+  // new connection each, and a process accepts one connection per event-loop iteration (libuv
+  // since 1.45): the proxy in this busy process took up to a minute to accept the last of 200, and
+  // those first calls passed the SDK's request timeout (rolling-restart, shared, in CI under load).
+  // Its own pool keeps the connections a client opened while connecting and reuses them.
+  const pool = new Agent({ keepAliveTimeout: 30_000 });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    fetch: (input, init) => undiciFetch(input as string, { ...(init as object), dispatcher: pool }) as unknown as Promise<Response>,
+  });
   const errors: Error[] = [];
   client.onerror = (e) => errors.push(e);
   const logs: unknown[] = [];
@@ -59,6 +69,7 @@ export async function connectClient(url: string, name: string): Promise<ClusterC
     },
     async close() {
       await client.close().catch(() => {});
+      await pool.destroy().catch(() => {});
     },
   };
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
