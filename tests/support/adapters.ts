@@ -136,8 +136,19 @@ export const nextAdapter: Adapter = {
       }
       await new Promise((r) => setTimeout(r, 25));
     }
+    const url = `http://127.0.0.1:${port}/mcp`;
+    // The route loads on its first request (a second or two of CPU, several under load). A
+    // readiness probe asks for it before the instance takes traffic; so does this, so that no
+    // test's first request is the slow one: the Python client in `auto` mode gives its
+    // server/discover probe 10 s, then falls back to the 2025 handshake (it did, in a CI run).
+    try {
+      await routeAnswers(url, 30_000);
+    } catch (error) {
+      child.kill('SIGKILL');
+      throw new Error(`next start did not answer on /mcp within 30 s (${(error as Error).message}): ${stderr}`);
+    }
     return {
-      url: `http://127.0.0.1:${port}/mcp`,
+      url,
       errors,
       async close() {
         if (child.exitCode === null) child.kill('SIGTERM');
@@ -146,6 +157,12 @@ export const nextAdapter: Adapter = {
     };
   },
 };
+
+/** Resolves once `url` answers a request at all (any status: a sessionless GET is refused). */
+async function routeAnswers(url: string, timeoutMs: number): Promise<void> {
+  const res = await fetch(url, { headers: { accept: 'text/event-stream' }, signal: AbortSignal.timeout(timeoutMs) });
+  await res.body?.cancel();
+}
 
 export const adapters: Adapter[] = [expressAdapter, koaAdapter, nextAdapter];
 
