@@ -194,7 +194,9 @@ describe('rolling restart of three Redis-backed instances', () => {
           .map(
             (r) =>
               `  ${r.receivedAt - started} ${r.method} ${r.kind} ${r.lastEventId ?? ''} → ${instances[r.backend]!.name} ` +
-              (r.status === 0 ? 'waiting' : `${r.status} by ${r.servedBy} at ${r.at - started}, ended ${r.endedAt ? r.endedAt - started : '-'}`),
+              (r.status === 0
+                ? 'waiting'
+                : `${r.status} by ${r.servedBy} at ${r.at - started}, ended ${r.endedAt ? r.endedAt - started : '-'}`),
           ),
       ]);
       console.log(`[rolling restart] the failed clients' requests:\n${lines.join('\n')}`);
