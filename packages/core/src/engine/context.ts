@@ -40,6 +40,11 @@ export class EngineContext {
   closing = false;
   /** Set by drain(): new work goes to other instances (see engine/drain.ts). */
   draining = false;
+  /**
+   * Requests for a session on their way to it: found or being read from the cluster (a copy's
+   * record, an owner's address), not yet a call the session runs. The drain waits for them.
+   */
+  arriving = 0;
   /** Set once close() has let go of the cluster: from then on nothing can be handed over. */
   clusterClosed = false;
   /**

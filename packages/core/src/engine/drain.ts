@@ -30,11 +30,15 @@ export async function drain(ctx: EngineContext, deadlineMs: number): Promise<voi
   if (canHandOff) for (const session of registry.sessions.values()) session.endPollingConnections(options.retryMs);
   const busy = (s: Session) => !s.idle || (!canHandOff && s.routes.awaiting(Date.now()));
   for (;;) {
-    if (canHandOff) await Promise.all(registry.idleSessions().map((session) => registry.handOff(session, options.retryMs)));
-    // Still running here: a session's call (or, alone, an answer its client has yet to fetch), a 2026
-    // request, a task (or, with the in-process task store, a result its client has yet to read).
+    // Not while a request is on its way to its session: the session it found may look idle yet.
+    if (canHandOff && ctx.arriving === 0) {
+      await Promise.all(registry.idleSessions().map((session) => registry.handOff(session, options.retryMs)));
+    }
+    // Still running here: a request on its way to its session, a session's call (or, alone, an
+    // answer its client has yet to fetch), a 2026 request, a task (or, with the in-process task
+    // store, a result its client has yet to read).
     const tasksBusy = (ctx.tasks?.running ?? 0) > 0 || (ctx.tasks?.awaitingRead(Date.now()) ?? false);
-    const running = [...registry.sessions.values()].some(busy) || ctx.modern.inFlight > 0 || tasksBusy;
+    const running = ctx.arriving > 0 || [...registry.sessions.values()].some(busy) || ctx.modern.inFlight > 0 || tasksBusy;
     if (!running || Date.now() >= deadline) break;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }

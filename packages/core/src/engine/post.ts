@@ -49,17 +49,38 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   if (era === 'modern') return serveModern(ctx, req, res, body);
   if (ctx.options.stateless) return serveStateless(ctx, req, res, body);
   if (isInitialize(body)) return serveInitialize(ctx, req, res, body);
-  const resolving = resolveSession(ctx, req);
-  const found = resolving instanceof Promise ? await resolving : resolving;
-  if (found.kind === 'rejected') return sendRejection(res, found.rejection);
-  // Only the cluster resolves a session to `moved` or `remote`.
-  const cluster = ctx.cluster;
-  if (found.kind === 'moved' || (ctx.draining && cluster && !cluster.servedWhileDraining(req))) {
-    return cluster!.handOver(req, res, text(), found.kind === 'local' ? found.session : undefined);
+  // From here until its calls run in the session, a drain begun meanwhile waits for it: a shared
+  // cluster's draining instance serves a request that raced its removal from the rotation, whose
+  // session it may still be reading from Redis (what a relay to another instance is, is not waited for).
+  let arriving = true;
+  ctx.arriving++;
+  const arrived = () => {
+    if (arriving) ctx.arriving--;
+    arriving = false;
+  };
+  try {
+    const resolving = resolveSession(ctx, req);
+    const found = resolving instanceof Promise ? await resolving : resolving;
+    if (found.kind === 'rejected') return sendRejection(res, found.rejection);
+    // Only the cluster resolves a session to `moved` or `remote`.
+    const cluster = ctx.cluster;
+    if (found.kind === 'moved' || (ctx.draining && cluster && !cluster.servedWhileDraining(req))) {
+      arrived();
+      return await cluster!.handOver(req, res, text(), found.kind === 'local' ? found.session : undefined);
+    }
+    let session = found.kind === 'local' ? found.session : undefined;
+    if (found.kind === 'remote') {
+      arrived();
+      session = await cluster!.serveElsewhere(req, res, found, text());
+      if (!session) return;
+      // Its owner was gone: the session was taken over here, and the calls run here.
+      arriving = true;
+      ctx.arriving++;
+    }
+    return await serveInSession(ctx, req, res, session!, body);
+  } finally {
+    arrived();
   }
-  const session = found.kind === 'remote' ? await cluster!.serveElsewhere(req, res, found, text()) : found.session;
-  if (!session) return;
-  return serveInSession(ctx, req, res, session, body);
 }
 
 async function serveInSession(ctx: EngineContext, req: CoreRequest, res: CoreResponder, session: Session, body: unknown): Promise<void> {

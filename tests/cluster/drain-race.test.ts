@@ -1,0 +1,126 @@
+/**
+ * A shared cluster (no internalUrl): a draining instance serves a request that raced its removal
+ * from the rotation with a copy of its own (it has no peer to hand it to). The drain must wait for
+ * that call as for any other; an app exits when drain() resolves, and a call it left running is
+ * lost (its client hears "the server instance running this request was lost").
+ *
+ * Seen in a CI run of tests/cluster/rolling-restart.test.ts (shared): a tools/call that reached
+ * node-0 just before its SIGTERM was still reading the session's record when the drain looked for
+ * busy sessions, found none, and let the process exit. Here the record read is held until the
+ * drain has started, as a slow Redis under load holds it. Two Express instances in this process on
+ * one real redis-server.
+ */
+import { createServer, type Server } from 'node:http';
+import express from 'express';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
+import { mcpExpress } from '@mcp-kit/express';
+import { createRedisClient, createRedisScaleOut, type RedisScaleOut } from '@mcp-kit/redis';
+import { freePort, startRedis, type TestRedis } from '../support/redis.js';
+import { callTool, http, openSession } from '../support/sse.js';
+
+interface Node {
+  url: string;
+  handler: McpHandler;
+  scaleOut: RedisScaleOut;
+  close(): Promise<void>;
+}
+
+let redis: TestRedis;
+let nodes: Node[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+
+afterEach(async () => {
+  for (const n of nodes) await n.close();
+  nodes = [];
+});
+
+afterAll(async () => {
+  await redis?.stop();
+});
+
+function buildServer(): McpServer {
+  const server = new McpServer({ name: 'drain-race', version: '1.0.0' });
+  server.registerTool('work', {}, async () => {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    return { content: [{ type: 'text', text: 'worked' }] };
+  });
+  return server;
+}
+
+async function startNode(): Promise<Node> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const client = createRedisClient(redis.url);
+  const scaleOut = createRedisScaleOut({ client, keyPrefix: 'drain-race:', heartbeatMs: 500, mode: 'shared' });
+  const handler = createMcpHandler({
+    server: () => buildServer(),
+    retryMs: 100,
+    eventStore: scaleOut.eventStore,
+    cluster: scaleOut.cluster,
+    taskStore: scaleOut.taskStore,
+    onError: () => {},
+  });
+  const app = express();
+  app.use('/mcp', mcpExpress(handler));
+  const server: Server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  await scaleOut.ready();
+  const node: Node = {
+    url,
+    handler,
+    scaleOut,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await handler.close().catch(() => {});
+      client.disconnect();
+    },
+  };
+  nodes.push(node);
+  return node;
+}
+
+describe('a draining instance of a shared cluster', () => {
+  it('waits for a call whose session it was still reading when the drain began, and the call gets its result', async () => {
+    const a = await startNode();
+    const b = await startNode();
+    const { headers } = await openSession(http(a.url));
+
+    // B reads the session's record (its copy) only once the drain has begun.
+    const cluster = b.scaleOut.cluster;
+    const takeOver = cluster.takeOver.bind(cluster);
+    let reading!: () => void;
+    const readStarted = new Promise<void>((resolve) => (reading = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    cluster.takeOver = async (...args: Parameters<typeof takeOver>) => {
+      reading();
+      await released;
+      return takeOver(...args);
+    };
+
+    const call = http(b.url).postSse(callTool(2, 'work'), headers);
+    await readStarted;
+    const order: string[] = [];
+    const drained = b.handler.drain({ deadlineMs: 10_000 }).then(() => order.push('drained'));
+    // The drain has looked for busy sessions by now (it looks every 25 ms).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    release();
+
+    const stream = await call;
+    const blocks = await stream.until((m) => m.id === 2);
+    order.push('answered');
+    const answer = blocks
+      .filter((block) => block.data)
+      .map((block) => JSON.parse(block.data!))
+      .find((m) => m.id === 2);
+    expect(answer).toMatchObject({ result: { content: [{ type: 'text', text: 'worked' }] } });
+    await drained;
+    expect(order).toEqual(['answered', 'drained']);
+  });
+});
