@@ -6,7 +6,8 @@
 // the npm registry for express, koa, next and the SDK; npm's cache for it is kept in
 // node_modules/.cache, so only the first run of a machine downloads.
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -72,9 +73,11 @@ beforeAll(async () => {
   });
 }, 300_000);
 
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+// The scratch app holds Next.js and its dependencies: removing them took over 30 s (the default
+// hook timeout) in a fresh clone's npm test, four lanes on two cores.
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+}, 180_000);
 
 describe('the packed packages installed with npm', () => {
   it('hold one @mcp-kit/core, which every adapter and @mcp-kit/redis use as a peer', async () => {
