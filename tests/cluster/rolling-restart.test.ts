@@ -135,7 +135,12 @@ describe('rolling restart of three Redis-backed instances', () => {
       const t0 = Date.now();
       // Shared (no internalUrl): a draining instance cannot hand a request over; the load balancer
       // takes it out of rotation first, as a readiness probe or the platform does.
-      if (SHARED) proxy.setDown(index, true);
+      // It waits for the requests already on their way there (as a deregistration delay does):
+      // one that reached the instance after its drain had begun ran on an instance about to exit.
+      if (SHARED) {
+        proxy.setDown(index, true);
+        await within(10_000, `the requests on their way to ${inst.name}`, proxy.settled(index));
+      }
       await within(DRAIN_EXIT_MS, `${inst.name} to exit after SIGTERM`, inst.stop('SIGTERM'));
       const exitMs = Date.now() - t0;
       const drainMs = Number(/drained in (\d+) ms/.exec(inst.runOutput)?.[1] ?? NaN);

@@ -207,6 +207,12 @@ export interface RoundRobinProxy {
   log: ProxiedRequest[];
   /** Requests with no answer's head yet, as they would be logged now (`status` 0), for failure messages. */
   waiting(): ProxiedRequest[];
+  /**
+   * Resolves once no request sent to backend `index` waits for its answer's head: after `setDown`,
+   * what a load balancer's deregistration delay (or a preStop hook) waits for before the platform
+   * sends SIGTERM, so that no request is still on its way to the instance when its drain begins.
+   */
+  settled(index: number): Promise<void>;
   /** The next request of this kind (see {@link ProxiedRequest.kind}) goes to backend `index`, outside the turn. */
   steer(kind: string, index: number): void;
   /** Takes backend `index` out of the rotation (a load balancer's failed health check) or puts it back. */
@@ -248,7 +254,13 @@ export async function roundRobinProxy(
   const steered = new Map<string, number>();
   const down = new Set<number>();
   const log: ProxiedRequest[] = [];
-  const waiting = new Set<() => ProxiedRequest>();
+  const waiting = new Map<() => ProxiedRequest, number>();
+  let settling: Array<{ index: number; resolve: () => void }> = [];
+  const answered = (pending: () => ProxiedRequest) => {
+    if (!waiting.delete(pending)) return;
+    const busy = new Set(waiting.values());
+    settling = settling.filter((s) => (busy.has(s.index) ? true : (s.resolve(), false)));
+  };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -280,11 +292,11 @@ export async function roundRobinProxy(
         const skip = (i: number) => tried.includes(i) || (down.has(i) && ports.some((_, j) => !down.has(j) && !tried.includes(j)));
         for (let n = 0; n < ports.length && skip(backend); n++) backend = (backend + 1) % ports.length;
         const pending = () => entry(backend, 0, undefined);
-        waiting.add(pending);
+        waiting.set(pending, backend);
         const upstream = request(
           { host: '127.0.0.1', port: ports[backend], method: req.method, path: req.url, headers, agent: false },
           (up) => {
-            waiting.delete(pending);
+            answered(pending);
             const seen = entry(backend, up.statusCode ?? 0, header(up.headers, 'x-served-by'));
             log.push(seen);
             res.on('close', () => (seen.endedAt = Date.now()));
@@ -296,7 +308,7 @@ export async function roundRobinProxy(
           },
         );
         upstream.on('error', (error: NodeJS.ErrnoException) => {
-          waiting.delete(pending);
+          answered(pending);
           // Nothing reached the backend (refused, or reset by a listener that was closing): try another.
           if (error.syscall === 'connect' && tried.length + 1 < ports.length) return send([...tried, backend]);
           // Reset before any answer: a closing listener drops a connection it had accepted but not
@@ -315,7 +327,7 @@ export async function roundRobinProxy(
           res.end(`proxy: ${error.message}`);
         });
         res.on('close', () => {
-          waiting.delete(pending);
+          answered(pending);
           upstream.destroy();
         });
         upstream.end(body);
@@ -335,7 +347,11 @@ export async function roundRobinProxy(
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     log,
-    waiting: () => [...waiting].map((pending) => pending()),
+    waiting: () => [...waiting.keys()].map((pending) => pending()),
+    settled(index) {
+      if (![...waiting.values()].includes(index)) return Promise.resolve();
+      return new Promise((resolve) => settling.push({ index, resolve }));
+    },
     steer(kind, index) {
       steered.set(kind, index);
     },
