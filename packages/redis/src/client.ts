@@ -42,9 +42,8 @@ export interface RedisClientOptions {
  *
  * Two network faults are not outages and are ridden out (issue 27):
  * - A connection that stops answering (a black hole, a half-open connection a NAT forgot) is
- *   found by its first command's timeout and dropped ({@link dropSilentConnections}), not kept
- *   "ready" with every later command waiting `commandTimeoutMs` in turn (a request's four tries
- *   took 8 s).
+ *   found by its first command's timeout and dropped (`socketTimeout`), not kept "ready" with
+ *   every later command waiting `commandTimeoutMs` in turn (a request's four tries took 8 s).
  * - Commands sent while a connection that was reset is made again wait for it
  *   ({@link rideOutReconnects}) instead of failing with "Stream isn't writeable": a new call's
  *   `POST` no longer gets a 503 because one connection dropped.
@@ -60,6 +59,7 @@ export function createRedisClient(target: string | RedisSentinelTarget, options:
     // In-flight commands fail at the first disconnect instead of being replayed later, out of order.
     maxRetriesPerRequest: 0,
     commandTimeout: commandTimeoutMs,
+    socketTimeout: commandTimeoutMs,
     retryStrategy: (times) => Math.min(100 * times, 2_000),
     connectionName: options.connectionName,
   };
@@ -71,7 +71,7 @@ export function createRedisClient(target: string | RedisSentinelTarget, options:
   // Connection errors surface on the commands that fail (as 503s and `onError`); an unhandled
   // 'error' event would crash the process.
   client.on('error', () => {});
-  dropSilentConnections(client);
+  dropStaleSocketTimeout(client);
   rideOutReconnects(client, commandTimeoutMs);
   return client;
 }
@@ -104,9 +104,9 @@ function rideOutReconnects(client: Redis, graceMs: number): void {
     silent = false;
     endGrace();
   });
-  // A connection dropped for going silent (see dropSilentConnections).
+  // ioredis' own message for a connection dropped by `socketTimeout`.
   client.on('error', (error: Error) => {
-    if (error.message.startsWith(SILENT)) silent = true;
+    if (error.message.startsWith('Socket timeout')) silent = true;
   });
   client.on('close', () => {
     const reset = wasReady && !silent;
@@ -120,38 +120,18 @@ function rideOutReconnects(client: Redis, graceMs: number): void {
   });
 }
 
-const SILENT = 'Socket timeout';
-
 /**
- * A command that times out on a connection that has delivered nothing since the command was sent
- * drops that connection: the network stopped answering, and the commands behind it would each wait
- * `commandTimeout` in turn. The commands on it fail at once and the client connects again.
- *
- * ioredis' own `socketTimeout` does this, but arms a timer and a `once('data')` listener on every
- * reply it reads: on the hot path of every call and event (the A/B benchmark: ~45 µs of server CPU
- * per `tools/call` through Redis). Here each connection gets one `data` listener (a timestamp),
- * and each command one rejection handler, run only when it fails.
+ * ioredis 5 keeps a `socketTimeout` timer armed by a connection that closed before any reply, and
+ * when it fires it destroys the connection made since (redis/ioredis#2147, fixed in ioredis 6):
+ * every reset would cost a second one. The timer goes with the connection that armed it.
  */
-function dropSilentConnections(client: Redis): void {
-  let heardAt = 0;
-  const heard = () => (heardAt = Date.now());
-  client.on('connect', () => {
-    heard();
-    (client as unknown as { stream?: NodeJS.EventEmitter }).stream?.on('data', heard);
+function dropStaleSocketTimeout(client: Redis): void {
+  client.on('close', () => {
+    const internal = client as unknown as { socketTimeoutTimer?: ReturnType<typeof setTimeout> };
+    if (internal.socketTimeoutTimer === undefined) return;
+    clearTimeout(internal.socketTimeoutTimer);
+    internal.socketTimeoutTimer = undefined;
   });
-  const send = client.sendCommand.bind(client);
-  client.sendCommand = ((command: Parameters<Redis['sendCommand']>[0], stream?: Parameters<Redis['sendCommand']>[1]) => {
-    const result = send(command, stream);
-    const sentAt = Date.now();
-    const connection = (client as unknown as { stream?: { destroy(error: Error): void } }).stream;
-    command.promise.catch((error: unknown) => {
-      if (!(error instanceof Error) || error.message !== 'Command timed out' || heardAt > sentAt) return;
-      const current = (client as unknown as { stream?: unknown }).stream;
-      if (connection && current === connection)
-        connection.destroy(new Error(`${SILENT}: nothing received within commandTimeoutMs of a command`));
-    });
-    return result;
-  }) as Redis['sendCommand'];
 }
 
 /**
@@ -161,7 +141,7 @@ function dropSilentConnections(client: Redis): void {
  */
 export function duplicateClient(client: Redis, options: RedisOptions): Redis {
   const duplicate = client.duplicate({ ...(managed.has(client) ? { enableOfflineQueue: false } : {}), ...options });
-  if (managed.has(client)) dropSilentConnections(duplicate);
+  dropStaleSocketTimeout(duplicate);
   return duplicate;
 }
 
