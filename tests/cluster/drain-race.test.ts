@@ -10,25 +10,14 @@
  * drain has started, as a slow Redis under load holds it. Two Express instances in this process on
  * one real redis-server.
  */
-import { createServer, type Server } from 'node:http';
-import express from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
-import { mcpExpress } from '@mcp-kit/express';
-import { createRedisClient, createRedisScaleOut, type RedisScaleOut } from '@mcp-kit/redis';
-import { freePort, startRedis, type TestRedis } from '../support/redis.js';
+import { startExpressNode, type ExpressNode } from '../support/express-node.js';
+import { startRedis, type TestRedis } from '../support/redis.js';
 import { callTool, http, openSession } from '../support/sse.js';
 
-interface Node {
-  url: string;
-  handler: McpHandler;
-  scaleOut: RedisScaleOut;
-  close(): Promise<void>;
-}
-
 let redis: TestRedis;
-let nodes: Node[] = [];
+let nodes: ExpressNode[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -52,35 +41,8 @@ function buildServer(): McpServer {
   return server;
 }
 
-async function startNode(): Promise<Node> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}/mcp`;
-  const client = createRedisClient(redis.url);
-  const scaleOut = createRedisScaleOut({ client, keyPrefix: 'drain-race:', heartbeatMs: 500, mode: 'shared' });
-  const handler = createMcpHandler({
-    server: () => buildServer(),
-    retryMs: 100,
-    eventStore: scaleOut.eventStore,
-    cluster: scaleOut.cluster,
-    taskStore: scaleOut.taskStore,
-    onError: () => {},
-  });
-  const app = express();
-  app.use('/mcp', mcpExpress(handler));
-  const server: Server = createServer(app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  await scaleOut.ready();
-  const node: Node = {
-    url,
-    handler,
-    scaleOut,
-    async close() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      await handler.close().catch(() => {});
-      client.disconnect();
-    },
-  };
+async function startNode(): Promise<ExpressNode> {
+  const node = await startExpressNode({ redisUrl: redis.url, mode: 'shared', keyPrefix: 'drain-race:', server: buildServer });
   nodes.push(node);
   return node;
 }

@@ -10,25 +10,15 @@
  *   is the feature a shared cluster cannot give; if it ever does, this test and the table say so.
  * Two Express instances in this process on one real redis-server, reaching each other over HTTP.
  */
-import { createServer, type Server } from 'node:http';
-import express from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
-import { mcpExpress } from '@mcp-kit/express';
-import { createRedisClient, createRedisScaleOut } from '@mcp-kit/redis';
-import { freePort, startRedis, type TestRedis } from '../support/redis.js';
+import { startExpressNode, type ExpressNode } from '../support/express-node.js';
+import { startRedis, type TestRedis } from '../support/redis.js';
 import { callTool, http, openSession } from '../support/sse.js';
 
-interface Node {
-  url: string;
-  handler: McpHandler;
-  close(): Promise<void>;
-}
-
 let redis: TestRedis;
-let nodes: Node[] = [];
+let nodes: ExpressNode[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -53,39 +43,8 @@ function buildServer(): McpServer {
   return server;
 }
 
-async function startNode(mode: 'forward' | 'shared', prefix: string): Promise<Node> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}/mcp`;
-  const client = createRedisClient(redis.url);
-  const scaleOut = createRedisScaleOut({
-    client,
-    keyPrefix: prefix,
-    heartbeatMs: 500,
-    ...(mode === 'shared' ? { mode: 'shared' as const } : { internalUrl: url }),
-  });
-  const handler = createMcpHandler({
-    server: () => buildServer(),
-    retryMs: 100,
-    eventStore: scaleOut.eventStore,
-    cluster: scaleOut.cluster,
-    taskStore: scaleOut.taskStore,
-    onError: () => {},
-  });
-  const app = express();
-  app.use('/mcp', mcpExpress(handler));
-  const server: Server = createServer(app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  await scaleOut.ready();
-  const node: Node = {
-    url,
-    handler,
-    async close() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      await handler.close().catch(() => {});
-      client.disconnect();
-    },
-  };
+async function startNode(mode: 'forward' | 'shared', prefix: string): Promise<ExpressNode> {
+  const node = await startExpressNode({ redisUrl: redis.url, mode, keyPrefix: prefix, server: buildServer });
   nodes.push(node);
   return node;
 }

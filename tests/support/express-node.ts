@@ -1,0 +1,60 @@
+/**
+ * An Express instance in the test's own process on a real redis-server, in a forwarding or a
+ * shared cluster: for tests that reach into an instance (its handler, its cluster) while it serves
+ * over HTTP. Instances out of process are tests/support/cluster.ts's.
+ */
+import { createServer, type Server } from 'node:http';
+import express from 'express';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
+import { mcpExpress } from '@mcp-kit/express';
+import { createRedisClient, createRedisScaleOut, type RedisScaleOut } from '@mcp-kit/redis';
+import { freePort } from './redis.js';
+
+export interface ExpressNode {
+  url: string;
+  handler: McpHandler;
+  scaleOut: RedisScaleOut;
+  close(): Promise<void>;
+}
+
+export async function startExpressNode(options: {
+  redisUrl: string;
+  mode: 'forward' | 'shared';
+  keyPrefix: string;
+  server: () => McpServer;
+}): Promise<ExpressNode> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const client = createRedisClient(options.redisUrl);
+  const scaleOut = createRedisScaleOut({
+    client,
+    keyPrefix: options.keyPrefix,
+    heartbeatMs: 500,
+    ...(options.mode === 'shared' ? { mode: 'shared' as const } : { internalUrl: url }),
+  });
+  const handler = createMcpHandler({
+    server: options.server,
+    retryMs: 100,
+    eventStore: scaleOut.eventStore,
+    cluster: scaleOut.cluster,
+    taskStore: scaleOut.taskStore,
+    onError: () => {},
+  });
+  const app = express();
+  app.use('/mcp', mcpExpress(handler));
+  const server: Server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  await scaleOut.ready();
+  return {
+    url,
+    handler,
+    scaleOut,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await handler.close().catch(() => {});
+      client.disconnect();
+    },
+  };
+}
