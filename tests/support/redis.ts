@@ -2,9 +2,11 @@
  * A real redis-server for tests: started on a free port without persistence, stopped by its PID.
  * Missing redis-server is a failure with instructions, never a skip.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
+import { relative } from 'node:path';
+import { expect } from 'vitest';
 
 /** redis-server on PATH or at /usr/bin/redis-server; throws with the install command otherwise. */
 export function redisServerBinary(): string {
@@ -16,6 +18,49 @@ export function redisServerBinary(): string {
       'install it with `apt-get update && apt-get install -y redis-server` (Debian/Ubuntu) or `brew install redis` (macOS). ' +
       '.ci/run installs it on CI.',
   );
+}
+
+/** Every redis-server this process started and that has not exited yet. */
+const running = new Set<ChildProcess>();
+function killRunning(): void {
+  for (const child of running) {
+    try {
+      process.kill(child.pid as number, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+}
+// A test file's process that ends takes its redis-servers with it, whatever its hooks managed to
+// do: vitest ends a worker with SIGTERM, and a server left running would outlive the run.
+const hooked = Symbol.for('mcp-kit.test.redis-exit-hooks');
+if (!(globalThis as Record<symbol, unknown>)[hooked]) {
+  (globalThis as Record<symbol, unknown>)[hooked] = true;
+  process.once('exit', killRunning);
+  process.once('SIGTERM', () => {
+    killRunning();
+    process.exit(143);
+  });
+}
+
+/**
+ * Starts `redis-server` (or Sentinel) with `args`. Its process title names the test that started
+ * it (`ps` shows `redis-server 127.0.0.1:PORT started-by:tests/…test.ts`), so a server found
+ * running after a run says where it came from.
+ */
+export function spawnRedisServer(binary: string, args: readonly string[], options: SpawnOptions = {}): ChildProcess {
+  const state = expect.getState();
+  const startedBy =
+    `${relative(process.cwd(), state.testPath ?? 'unknown')}${state.currentTestName ? `>${state.currentTestName}` : ''}`.replace(
+      /[^\w./>:-]+/g,
+      '_',
+    );
+  const title = ['--proc-title-template', `{title} {listen-addr} {server-mode} started-by:${startedBy}`];
+  const child = spawn(binary, [...args, ...title], { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  child.once('error', () => running.delete(child));
+  return child;
 }
 
 export async function freePort(): Promise<number> {
@@ -72,14 +117,30 @@ export async function startRedis(options: { aofDir?: string; args?: readonly str
   const port = await freePort();
   let child: ChildProcess | undefined;
   const persistence = options.aofDir ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', options.aofDir] : ['--appendonly', 'no'];
+  const isRunning = (c: ChildProcess | undefined): c is ChildProcess => !!c && c.exitCode === null && c.signalCode === null;
+  const stop = async () => {
+    const c = child;
+    if (!isRunning(c)) return;
+    const exited = new Promise((resolve) => c.once('exit', resolve));
+    process.kill(c.pid as number, 'SIGKILL');
+    await exited;
+  };
   const launch = async () => {
+    // A second server on this port would fail to bind while the first answered the checks, and
+    // the first would be left running with nobody holding its PID.
+    if (isRunning(child)) throw new Error(`redis-server (pid ${child.pid}) on port ${port} is still running: stop() it first`);
     let output = '';
     const base = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--protected-mode', 'no'];
-    const c = spawn(binary, [...base, ...(options.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawnRedisServer(binary, [...base, ...(options.args ?? [])]);
     c.stdout?.on('data', (d) => (output += d));
     c.stderr?.on('data', (d) => (output += d));
     child = c;
-    await waitForPort(port, c, () => output);
+    try {
+      await waitForPort(port, c, () => output);
+    } catch (error) {
+      await stop();
+      throw error;
+    }
   };
   await launch();
   return {
@@ -88,13 +149,7 @@ export async function startRedis(options: { aofDir?: string; args?: readonly str
     get pid() {
       return child?.pid ?? -1;
     },
-    async stop() {
-      const c = child;
-      if (!c || c.exitCode !== null || c.signalCode !== null) return;
-      const exited = new Promise((resolve) => c.once('exit', resolve));
-      process.kill(c.pid as number, 'SIGKILL');
-      await exited;
-    },
+    stop,
     async start() {
       await launch();
     },

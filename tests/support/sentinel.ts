@@ -8,13 +8,13 @@
  * killed, what it had acknowledged in its last `replicationLagMs` never reaches the replica, and the
  * promoted replica lacks it.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { redisCommand, type RedisReply } from './redis-command.js';
-import { freePort, redisServerBinary } from './redis.js';
+import { freePort, redisServerBinary, spawnRedisServer } from './redis.js';
 
 /** The name the Sentinels monitor the primary under. */
 export const SENTINEL_NAME = 'mymaster';
@@ -121,7 +121,7 @@ export async function startSentinels(options: { replicationLagMs?: number } = {}
   const dir = mkdtempSync(join(tmpdir(), 'mcp-kit-sentinel-'));
   const procs: Proc[] = [];
   const launch = (name: string, args: string[]): Proc => {
-    const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: dir });
+    const child = spawnRedisServer(binary, args, { cwd: dir });
     const proc: Proc = { name, child, output: '' };
     child.stdout?.on('data', (d) => (proc.output += d));
     child.stderr?.on('data', (d) => (proc.output += d));
