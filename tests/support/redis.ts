@@ -3,7 +3,7 @@
  * Missing redis-server is a failure with instructions, never a skip.
  */
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, writeSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { relative } from 'node:path';
 import { expect } from 'vitest';
@@ -22,14 +22,19 @@ export function redisServerBinary(): string {
 
 /** Every redis-server this process started and that has not exited yet. */
 const running = new Set<ChildProcess>();
+/** Where each running server came from (its process title's started-by). */
+const startedByOf = new WeakMap<ChildProcess, string>();
 function killRunning(): void {
   for (const child of running) {
+    // Said, so that a test that forgot its server is found (stderr is the run's log).
+    writeSync(2, `redis-server ${child.pid} started by ${startedByOf.get(child)} was still running as its test process ended: killed\n`);
     try {
       process.kill(child.pid as number, 'SIGKILL');
     } catch {
       // Already gone.
     }
   }
+  running.clear();
 }
 // A test file's process that ends takes its redis-servers with it, whatever its hooks managed to
 // do: vitest ends a worker with SIGTERM, and a server left running would outlive the run.
@@ -58,6 +63,7 @@ export function spawnRedisServer(binary: string, args: readonly string[], option
   const title = ['--proc-title-template', `{title} {listen-addr} {server-mode} started-by:${startedBy}`];
   const child = spawn(binary, [...args, ...title], { stdio: ['ignore', 'pipe', 'pipe'], ...options });
   running.add(child);
+  startedByOf.set(child, startedBy);
   child.once('exit', () => running.delete(child));
   child.once('error', () => running.delete(child));
   return child;
