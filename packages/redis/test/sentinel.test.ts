@@ -5,7 +5,7 @@
  * that lacked the primary's last writes makes it say). The scale-out through a failover, with
  * clients, is tests/faults/sentinel-failover.test.ts.
  */
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createRedisClient, RedisEventStore, whenReady } from '@mcp-kit/redis';
 import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
@@ -13,13 +13,11 @@ import { redisCommand } from '../../../tests/support/redis-command.js';
 import { SENTINEL_NAME, startSentinels, type TestSentinels } from '../../../tests/support/sentinel.js';
 
 let sentinels: TestSentinels | undefined;
-let redis: TestRedis | undefined;
 const clients: Redis[] = [];
 
 afterAll(async () => {
   for (const c of clients) c.disconnect();
   await sentinels?.close();
-  await redis?.stop();
 });
 
 /** Runs `command` until it succeeds (a failover is an outage of a few seconds); throws after `timeoutMs`. */
@@ -70,8 +68,16 @@ describe('createRedisClient with Sentinel', () => {
 });
 
 describe('APPEND, a frame before the one given missing', () => {
-  it('is refused with a StreamGap naming the first missing frame (its name is how core tells it)', async () => {
+  // One server for the tests here (each its own session's keys), stopped after them.
+  let redis: TestRedis;
+  beforeAll(async () => {
     redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('is refused with a StreamGap naming the first missing frame (its name is how core tells it)', async () => {
     const store = new RedisEventStore({ url: redis.url });
     try {
       await store.ready(5_000);
@@ -90,7 +96,6 @@ describe('APPEND, a frame before the one given missing', () => {
   });
 
   it('appendFinalAfterLoss stores the final frame past frames Redis lost; a replay across the gap gets it as the end, a tail ends to be resumed', async () => {
-    redis = await startRedis();
     const store = new RedisEventStore({ url: redis.url });
     try {
       await store.ready(5_000);
