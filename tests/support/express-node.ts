@@ -16,6 +16,11 @@ export interface ExpressNode {
   handler: McpHandler;
   scaleOut: RedisScaleOut;
   close(): Promise<void>;
+  /**
+   * As the process died: its connections break, it stops listening and its Redis connection drops
+   * (no heartbeat; nothing of it is ended or deleted). What runs in it is left to hang.
+   */
+  crash(): Promise<void>;
 }
 
 export async function startExpressNode(options: {
@@ -23,6 +28,8 @@ export async function startExpressNode(options: {
   mode: 'forward' | 'shared';
   keyPrefix: string;
   server: () => McpServer;
+  /** The handler's `jsonResponse`: answers as one JSON body, sent when the call is done. */
+  jsonResponse?: boolean;
 }): Promise<ExpressNode> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}/mcp`;
@@ -39,6 +46,7 @@ export async function startExpressNode(options: {
     eventStore: scaleOut.eventStore,
     cluster: scaleOut.cluster,
     taskStore: scaleOut.taskStore,
+    jsonResponse: options.jsonResponse,
     onError: () => {},
   });
   const app = express();
@@ -50,6 +58,11 @@ export async function startExpressNode(options: {
     url,
     handler,
     scaleOut,
+    async crash() {
+      client.disconnect();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

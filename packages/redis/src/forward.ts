@@ -80,20 +80,15 @@ export class HttpForwarder {
       const target = new URL(url);
       // The owner's endpoint, with the client's query string (some clients put credentials there).
       if (request.url?.search) target.search = request.url.search;
-      const headers: OutgoingHttpHeaders = {};
-      for (const [name, value] of Object.entries(request.headers))
-        if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value as string | string[];
-      // Frames are relayed as text; a compressed body would have to be decoded first.
-      headers['accept-encoding'] = 'identity';
-      // A hand-over (a draining instance moving a client's request) is served as the client's own.
-      const hop = { method: request.method.toUpperCase(), sessionId: sessionIdOf(request.headers['mcp-session-id']) };
-      headers[request.handOver ? HANDED_OVER_HEADER : FORWARDED_HEADER] = this.options.sign?.(hop) ?? this.options.instanceId;
-      if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
+      const headers = this.headersFor(request);
       const secure = target.protocol === 'https:';
       let settled = false;
+      // A try whose request went out whole and whose connection then broke before any answer.
+      let brokeAfterSending = false;
       // `pooled`: on a keep-alive connection from the agent; a retry goes on a new one of its own.
       const send = (pooled: boolean): void => {
         let head = false;
+        let written = false;
         const req = (secure ? httpsRequest : httpRequest)(
           target,
           { method: request.method, headers, agent: pooled ? (secure ? this.https : this.http) : false },
@@ -139,8 +134,10 @@ export class HttpForwarder {
           },
         );
         const answered = this.bound(req, target);
+        req.on('finish', () => (written = true));
         req.on('error', (error) => {
           if (settled) return;
+          if (!head && written && brokenConnection(error)) brokeAfterSending = true;
           // A keep-alive connection that breaks before any answer is most likely one the owner closed
           // as this request crossed it (its idle timeout ran out first: under load, the agent's
           // earlier timer runs late), so the owner never read it: it goes again, once, on a new
@@ -148,12 +145,28 @@ export class HttpForwarder {
           // the copy (400), so its tool does not run twice there. A new connection that breaks fails.
           if (pooled && req.reusedSocket && !head && brokenConnection(error)) return send(false);
           settled = true;
-          reject(error);
+          // The owner may have read the request before its connection broke (it died while it ran
+          // the request, or closed the connection unread as it stopped): the engine decides.
+          reject(brokeAfterSending && !head ? Object.assign(error, { requestSent: true }) : error);
         });
         req.end(request.body);
       };
       send(true);
     });
+  }
+
+  /** The client's headers for the owner, without hop-by-hop ones, with the hop header and the body's length. */
+  private headersFor(request: ForwardedRequest): OutgoingHttpHeaders {
+    const headers: OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(request.headers))
+      if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value as string | string[];
+    // Frames are relayed as text; a compressed body would have to be decoded first.
+    headers['accept-encoding'] = 'identity';
+    // A hand-over (a draining instance moving a client's request) is served as the client's own.
+    const hop = { method: request.method.toUpperCase(), sessionId: sessionIdOf(request.headers['mcp-session-id']) };
+    headers[request.handOver ? HANDED_OVER_HEADER : FORWARDED_HEADER] = this.options.sign?.(hop) ?? this.options.instanceId;
+    if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
+    return headers;
   }
 
   /**

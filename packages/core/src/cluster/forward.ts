@@ -12,8 +12,9 @@ import { restore } from './locate.js';
 
 /**
  * What became of a request forwarded to another instance: `relayed` (its answer is on its way to
- * the client), `unsent` (it never reached the owner: it may be served elsewhere), or `unanswered`
- * (it may have reached the owner, which gave no answer: see `SessionCluster.forward`).
+ * the client), `unsent` (it never reached the owner, or reached it before anything ran: it may be
+ * served elsewhere), or `unanswered` (it may have reached the owner and run there, which gave no
+ * answer: see `SessionCluster.forward`).
  */
 type Forwarded = 'relayed' | 'unsent' | 'unanswered';
 
@@ -38,7 +39,10 @@ export async function forward(
     return 'relayed';
   } catch (error) {
     ctx.options.onError(asError(error, `forwarding to instance ${owner.instanceId} failed`));
-    return (error as { maybeReceived?: unknown } | undefined)?.maybeReceived === true ? 'unanswered' : 'unsent';
+    const { maybeReceived, requestSent } = (error ?? {}) as { maybeReceived?: unknown; requestSent?: unknown };
+    // With JSON answers the owner sends nothing until its calls are done: a connection that broke
+    // after the request went out may have broken under a call that ran (the owner died).
+    return maybeReceived === true || (requestSent === true && ctx.options.jsonResponse) ? 'unanswered' : 'unsent';
   }
 }
 
@@ -72,7 +76,7 @@ export async function forwardOrTakeOver(
   }
   if (forwarded === 'unanswered' && runsWork(req)) {
     const message =
-      'Bad Gateway: the server instance that owns this session did not answer in time; it may have received the request, so it is not run again on another instance';
+      'Bad Gateway: the server instance that owns this session did not answer (it stopped answering, or its connection broke while it held the request); it may have received the request, so it is not run again on another instance';
     // No Retry-After: sent again, the request could run twice after all (on the owner, once back).
     sendRejection(res, reject(502, ErrorCode.ServerError, message), idOf(body));
     return undefined;

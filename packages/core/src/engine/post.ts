@@ -2,6 +2,7 @@ import { LATEST_LEGACY_VERSION, type JSONRPCMessage } from '../ports/mcp.js';
 import { ErrorCode, reject, sendRejection, unavailable } from '../http/errors.js';
 import { allowsBatches, parseMessages, readableId, type ParsedBody } from '../http/messages.js';
 import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
+import { FORWARDED_HEADER } from '../ports/cluster.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
@@ -212,6 +213,10 @@ async function respond(
   const opened = session.openStream(stream, res, resumable);
   if (opened !== true && !(await opened)) return false;
   keepAlive(ctx.options, session, stream, req);
+  // A request a peer forwarded: the head goes out before any tool runs. The peer takes a
+  // connection that breaks before any head for a request that ran nowhere, and serves it itself
+  // once this instance is gone (see ClusterPort's forward).
+  if (req.headers[FORWARDED_HEADER] !== undefined) stream.connection?.flush();
   session.dispatch(parsed.messages, req);
   return true;
 }

@@ -61,7 +61,12 @@ export interface SessionCluster {
    * once the owner is declared gone). When the owner may have received the request although no
    * answer came (it froze, or the network between the instances holds the bytes), the error has
    * `maybeReceived: true`: the engine then never serves a `POST` of it here (its tool would run
-   * twice) and answers 502 at once.
+   * twice) and answers 502 at once. When the connection broke after the whole request went out
+   * and before any answer, the error has `requestSent: true`: the owner may have read it and died
+   * while it ran, or closed the connection unread as it stopped. With `jsonResponse` (an owner
+   * answers only once its calls are done) the engine then treats a `POST` as `maybeReceived`;
+   * with SSE answers (an owner sends its answer's head before its calls run) it serves it here
+   * once the owner is gone.
    */
   forward(owner: SessionOwner, request: ForwardedRequest, responder: CoreResponder): Promise<void>;
   /**

@@ -84,6 +84,15 @@ class NodeSseSink extends BatchingSseSink {
     if (this.flushable) (res as ServerResponse & { flush(): void }).flush();
   }
 
+  /**
+   * Sends what this turn wrote, and the head, to the socket now: node:http corks the socket on a
+   * response's first write until the next tick, so without the uncork the bytes would wait.
+   */
+  override flush(): void {
+    super.flush();
+    this.res.socket?.uncork();
+  }
+
   end(): void {
     this.ended = true;
     const res = this.res;
