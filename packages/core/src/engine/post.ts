@@ -216,7 +216,7 @@ async function respond(
   // A request a peer forwarded: the head goes out before any tool runs. The peer takes a
   // connection that breaks before any head for a request that ran nowhere, and serves it itself
   // once this instance is gone (see ClusterPort's forward).
-  if (req.headers[FORWARDED_HEADER] !== undefined) stream.connection?.flush();
+  if (req.headers[FORWARDED_HEADER] !== undefined) stream.connection?.sendNow();
   session.dispatch(parsed.messages, req);
   return true;
 }

@@ -63,8 +63,8 @@ export interface SseSink {
    * backlog larger than `maxBufferedBytes` come back over several connections.
    */
   onDrain?(listener: () => void): void;
-  /** Optional: sends what the sink batches for the end of this turn (the response head with it) now. */
-  flush?(): void;
+  /** Optional: sends what the sink batches for the end of this turn (the response head with it) to the peer now. */
+  sendNow?(): void;
 }
 
 /**

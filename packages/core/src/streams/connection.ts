@@ -71,8 +71,8 @@ export class SseConnection {
   }
 
   /** Sends what the sink holds for the end of this turn now (the response head, the priming event). */
-  flush(): void {
-    if (!this.closed) this.sink.flush?.();
+  sendNow(): void {
+    if (!this.closed) this.sink.sendNow?.();
   }
 
   /** The replay delivered every frame up to `seq`: live copies of them are not written again. */

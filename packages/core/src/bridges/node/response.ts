@@ -85,11 +85,11 @@ class NodeSseSink extends BatchingSseSink {
   }
 
   /**
-   * Sends what this turn wrote, and the head, to the socket now: node:http corks the socket on a
-   * response's first write until the next tick, so without the uncork the bytes would wait.
+   * Sends what this turn wrote, and the head, to the socket now: node:http corks the socket on
+   * each write until the next tick, so without the uncork the bytes would wait for it.
    */
-  override flush(): void {
-    super.flush();
+  sendNow(): void {
+    this.flush();
     this.res.socket?.uncork();
   }
 

@@ -83,6 +83,11 @@ class WebSseSink extends BatchingSseSink {
     if (chunk !== '') this.controller.enqueue(encoder.encode(chunk));
   }
 
+  /** Hands what this turn wrote to the body now (the runtime sends it as it reads the body). */
+  sendNow(): void {
+    this.flush();
+  }
+
   end(): void {
     if (this.closed) return;
     this.flush();
