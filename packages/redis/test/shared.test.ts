@@ -123,10 +123,14 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
       if (n % 10 === 0) await new Promise((r) => setTimeout(r, 5));
     }
     await Promise.all(posts);
+    // A last post to each inbox (300 to b's own, 301 to everyone's): each inbox is read in order,
+    // so once both arrived, a message of the 300 read back twice would have come before them.
+    await a.post('b7', { kind: 'answer', sessionId: 's7', message: { jsonrpc: '2.0', id: 'x', result: { n: 300 } } });
+    await a.post('*', { kind: 'answer', sessionId: 's7', message: { jsonrpc: '2.0', id: 'x', result: { n: 301 } } });
     const deadline = Date.now() + 5_000;
-    while (got.length < 300 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    // An absence has no event to await: a message read back twice would come within this.
-    await new Promise((r) => setTimeout(r, 200));
+    while (!(got.includes(300) && got.includes(301)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(got.filter((n) => n >= 300).sort()).toEqual([300, 301]);
+    got.splice(0, got.length, ...got.filter((n) => n < 300));
     // Each inbox keeps its order; the two (b's own and everyone's) interleave.
     expect([...got].sort((x, y) => x - y)).toEqual(Array.from({ length: 300 }, (_, n) => n));
     expect(got.filter((n) => n % 2 === 0)).toEqual(Array.from({ length: 150 }, (_, n) => 2 * n));
