@@ -4,7 +4,7 @@
  * Everything started is pushed onto `started`, for the test's afterEach to stop in reverse order.
  */
 import { instance, type Instance } from './cluster.js';
-import { freePort, startRedis } from './redis.js';
+import { freePort, startRedis, type TestRedis } from './redis.js';
 import { startRespFaultProxy, type RespFaultProxy } from './resp-faults.js';
 
 export const SHARED_PAIR_ENV = { CLUSTER: 'shared', HEARTBEAT_MS: '300', RETRY_MS: '100', LIVE_PAGE: '0' };
@@ -12,7 +12,7 @@ export const SHARED_PAIR_ENV = { CLUSTER: 'shared', HEARTBEAT_MS: '300', RETRY_M
 export async function startSharedPair(
   started: Array<() => Promise<void>>,
   env: Record<string, string> = SHARED_PAIR_ENV,
-): Promise<{ faults: RespFaultProxy; a: Instance; b: Instance }> {
+): Promise<{ redis: TestRedis; faults: RespFaultProxy; a: Instance; b: Instance }> {
   const redis = await startRedis();
   started.push(() => redis.stop());
   const faults = await startRespFaultProxy(redis.port);
@@ -24,5 +24,5 @@ export async function startSharedPair(
     () => b.stop('SIGKILL'),
   );
   await Promise.all([a.start(), b.start()]);
-  return { faults, a, b };
+  return { redis, faults, a, b };
 }

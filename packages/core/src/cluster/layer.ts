@@ -1,6 +1,6 @@
-import { sessionNotFound, unavailable, type Rejection } from '../http/errors.js';
-import { principalOf } from '../http/rules.js';
-import { parseEventId } from '../events/ids.js';
+import { sendRejection, sessionNotFound, unavailable, type Rejection } from '../http/errors.js';
+import { header, principalOf } from '../http/rules.js';
+import { parseEventId, parseWaitingCursor } from '../events/ids.js';
 import { FORWARDED_HEADER, type SessionOwner } from '../ports/cluster.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { JSONRPCMessage } from '../ports/mcp.js';
@@ -14,7 +14,7 @@ import { fromPeer } from './from-peer.js';
 import { handOver, servedWhileDraining } from './hand-over.js';
 import { locate, restore } from './locate.js';
 import { followRemote } from './remote-resume.js';
-import { askWriterToEndLost, receiveShared, routeShared } from './shared-copies.js';
+import { askWriterToEndLost, LOST_WRITER_WAITS, receiveShared, routeShared } from './shared-copies.js';
 import { ClusterState } from './state.js';
 
 /**
@@ -96,9 +96,20 @@ export class ClusterLayer extends ClusterState implements ClusterPort {
     const sessionId = session.sessionId as string;
     if ((await followRemote(ctx, res, { sessionId }, lastEventId, polling)) !== 'refused') return true;
     // The store cannot replay what the client missed: the copy that writes the stream answers its
-    // requests in the store with an error, read from there (else 404/410, from the engine).
-    if (!(await askWriterToEndLost(this, sessionId, cursor.streamId, cursor.seq))) return false;
-    return (await followRemote(ctx, res, { sessionId }, lastEventId, polling)) !== 'refused';
+    // requests in the store with an error, read from there.
+    if (await askWriterToEndLost(this, sessionId, cursor.streamId, cursor.seq)) {
+      return (await followRemote(ctx, res, { sessionId }, lastEventId, polling)) !== 'refused';
+    }
+    // No answer yet: the writer may only be out of reach (it reconnects after the outage or the
+    // failover that lost the stream, and finds the ask in its inbox once back). The client is sent
+    // back to come later (engine/resume-later.ts) a few times before it hears the engine's 404/410,
+    // which an SDK client counts as a failed reconnect.
+    const { waits } = parseWaitingCursor(header(req.headers, 'last-event-id') ?? '');
+    if (waits < LOST_WRITER_WAITS) {
+      sendRejection(res, unavailable('the instance that writes this stream'));
+      return true;
+    }
+    return false;
   }
 
   routeMessages(session: Session, messages: JSONRPCMessage[]): JSONRPCMessage[] | Promise<JSONRPCMessage[] | Rejection> {

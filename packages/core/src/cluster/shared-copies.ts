@@ -92,6 +92,14 @@ export function receiveShared(layer: ClusterState, message: ClusterMessage): voi
 /** How long a resume waits for the copy that writes a stream the store lost to answer its requests. */
 export const LOST_EVENTS_WAIT_MS = 1_500;
 
+/**
+ * How many times a client whose resume found no writer answering is sent back to come later
+ * before it hears `404`/`410`: with engine/resume-later.ts's pace (0.5, 1, 2 and 4 s) and a wait of
+ * {@link LOST_EVENTS_WAIT_MS} each time, a writer has about 15 s to come back from an outage and
+ * answer from its inbox.
+ */
+export const LOST_WRITER_WAITS = 4;
+
 const lostKey = (m: { sessionId: string; streamId: string }) => `${m.sessionId} ${m.streamId}`;
 
 /**
