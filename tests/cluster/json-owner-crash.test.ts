@@ -95,3 +95,30 @@ describe.each([
     }
   }, 30_000);
 });
+
+it('a forwarding cluster answering with JSON: an owner that crashes as it reads a forwarded call, before running it, leaves it to be served once where the session is restored', async () => {
+  const { tool, build } = workTool();
+  tool.runs = 1; // no run hangs: every run answers
+  const keyPrefix = 'json-owner-unread:';
+  const a = await startExpressNode({ redisUrl: redis.url, mode: 'forward', keyPrefix, server: build, jsonResponse: true });
+  nodes.push(a);
+  const b = await startExpressNode({ redisUrl: redis.url, mode: 'forward', keyPrefix, server: build, jsonResponse: true });
+  nodes.push(b);
+  const init = await fetch(a.url, { method: 'POST', headers: HEADERS, body: JSON.stringify(initializeRequest(1)) });
+  const sessionId = init.headers.get('mcp-session-id')!;
+  await init.text();
+  const headers = { ...HEADERS, 'mcp-session-id': sessionId };
+  const post = (body: unknown) => fetch(b.url, { method: 'POST', headers, body: JSON.stringify(body) });
+  expect((await post({ jsonrpc: '2.0', method: 'notifications/initialized' })).status).toBe(202);
+  // A request forwarded to A before: B has heard A say it took one (see CoreResponder.acknowledge).
+  const listed = await post({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+  expect(listed.status, await listed.text()).toBe(200);
+
+  a.crashAtNextForward();
+  const response = await post(callTool(3, 'work'));
+  const text = await response.text();
+  // A read no more than the request's head: the call ran nowhere, so B serves it once A is gone.
+  expect(response.status, text).toBe(200);
+  expect(JSON.parse(text)).toMatchObject({ id: 3, result: { content: [{ type: 'text', text: 'worked (run 2)' }] } });
+  expect(tool.runs).toBe(2);
+}, 30_000);

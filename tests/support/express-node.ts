@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import express from 'express';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
+import { createMcpHandler, FORWARDED_HEADER, type McpHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { createRedisClient, createRedisScaleOut, type RedisScaleOut } from '@mcp-kit/redis';
 import { freePort } from './redis.js';
@@ -21,6 +21,11 @@ export interface ExpressNode {
    * (no heartbeat; nothing of it is ended or deleted). What runs in it is left to hang.
    */
   crash(): Promise<void>;
+  /**
+   * The next request a peer forwards here makes the instance crash as its head is read, before
+   * anything of it is handled: the peer wrote the whole request and sees its connection break.
+   */
+  crashAtNextForward(): void;
 }
 
 export async function startExpressNode(options: {
@@ -51,17 +56,29 @@ export async function startExpressNode(options: {
   });
   const app = express();
   app.use('/mcp', mcpExpress(handler));
-  const server: Server = createServer(app);
+  let crashAtForward = false;
+  const server: Server = createServer((req, res) => {
+    if (crashAtForward && req.headers[FORWARDED_HEADER] !== undefined) {
+      crashAtForward = false;
+      void crash();
+      return;
+    }
+    app(req, res);
+  });
+  const crash = async () => {
+    client.disconnect();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  };
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   await scaleOut.ready();
   return {
     url,
     handler,
     scaleOut,
-    async crash() {
-      client.disconnect();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+    crash,
+    crashAtNextForward() {
+      crashAtForward = true;
     },
     async close() {
       server.closeAllConnections();

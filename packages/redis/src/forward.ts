@@ -3,6 +3,7 @@ import {
   request as httpRequest,
   type ClientRequest,
   type IncomingHttpHeaders,
+  type IncomingMessage,
   type OutgoingHttpHeaders,
 } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
@@ -68,6 +69,12 @@ export class HttpForwarder {
   private readonly maxBufferedBytes: number;
   /** The checks under way, per owner origin: concurrent forwards to one silent owner share one. */
   private readonly probes = new Map<string, Promise<boolean>>();
+  /**
+   * Owner origins heard acknowledging a forwarded request (`102 Processing`, sent before anything
+   * of it runs): from such an owner, no acknowledgement before the connection broke means the
+   * request ran nowhere. An owner that cannot send one (a fetch runtime) is never in here.
+   */
+  private readonly acknowledging = new Set<string>();
 
   constructor(private readonly options: ForwarderOptions) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 2_000;
@@ -89,52 +96,28 @@ export class HttpForwarder {
       const send = (pooled: boolean): void => {
         let head = false;
         let written = false;
+        let acknowledged = false;
         const req = (secure ? httpsRequest : httpRequest)(
           target,
           { method: request.method, headers, agent: pooled ? (secure ? this.https : this.http) : false },
           (upstream) => {
             head = true;
             answered();
-            // The owner let the session go while draining: not an answer for the client; the engine
-            // restores the session here once the owner record stops naming that instance.
-            if (upstream.headers[MOVED_HEADER] !== undefined) {
-              settled = true;
-              upstream.resume();
-              return reject(new Error(`instance ${String(upstream.headers[MOVED_HEADER])} let the session go (draining)`));
-            }
-            const status = upstream.statusCode ?? 502;
-            const out = relayable(upstream.headers);
-            if (status === 200 && String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream')) {
-              const sink = responder.stream(out);
-              settled = true;
-              resolve();
-              upstream.setEncoding('utf8');
-              upstream.on('data', (chunk: string) => {
-                sink.write(chunk);
-                if (sink.bufferedBytes > this.maxBufferedBytes) upstream.destroy();
-              });
-              // The owner went away or hung up (its own close, a shutdown): end here too; the client resumes.
-              upstream.on('error', () => {});
-              upstream.on('close', () => sink.end());
-              // The client left: hang up on the owner too, so its stream sees the disconnect.
-              sink.onClose(() => upstream.destroy());
-              return;
-            }
-            const chunks: Buffer[] = [];
-            upstream.on('data', (chunk: Buffer) => chunks.push(chunk));
-            upstream.on('end', () => {
-              settled = true;
-              const body = Buffer.concat(chunks).toString('utf8');
-              responder.send(status, out, body === '' ? undefined : body);
-              resolve();
-            });
-            upstream.on('error', (error) => {
-              if (!settled) reject(error);
+            this.relay(upstream, responder, {
+              settle: () => (settled = true),
+              settled: () => settled,
+              resolve,
+              reject,
             });
           },
         );
         const answered = this.bound(req, target);
         req.on('finish', () => (written = true));
+        req.on('information', (info) => {
+          if (info.statusCode !== 102) return;
+          acknowledged = true;
+          this.acknowledging.add(target.origin);
+        });
         req.on('error', (error) => {
           if (settled) return;
           if (!head && written && brokenConnection(error)) brokeAfterSending = true;
@@ -142,16 +125,68 @@ export class HttpForwarder {
           // as this request crossed it (its idle timeout ran out first: under load, the agent's
           // earlier timer runs late), so the owner never read it: it goes again, once, on a new
           // connection. An owner that did read it has its id in flight in the session and refuses
-          // the copy (400), so its tool does not run twice there. A new connection that breaks fails.
-          if (pooled && req.reusedSocket && !head && brokenConnection(error)) return send(false);
+          // the copy (400), so its tool does not run twice there. A new connection that breaks fails,
+          // as does one whose owner said it took the request.
+          if (pooled && req.reusedSocket && !head && !acknowledged && brokenConnection(error)) return send(false);
           settled = true;
           // The owner may have read the request before its connection broke (it died while it ran
-          // the request, or closed the connection unread as it stopped): the engine decides.
-          reject(brokeAfterSending && !head ? Object.assign(error, { requestSent: true }) : error);
+          // the request, or closed the connection unread as it stopped): the engine decides, told
+          // whether the owner took it when the owner is one that says so.
+          if (!(brokeAfterSending && !head)) return reject(error);
+          const received = acknowledged ? true : this.acknowledging.has(target.origin) ? false : undefined;
+          reject(Object.assign(error, { requestSent: true }, received === undefined ? {} : { received }));
         });
         req.end(request.body);
       };
       send(true);
+    });
+  }
+
+  /**
+   * Relays the owner's answer through `responder`: an SSE stream chunk by chunk as it comes (the
+   * forward is done once it starts), a JSON body once whole. An answer marked {@link MOVED_HEADER}
+   * is not relayed: the forward fails.
+   */
+  private relay(
+    upstream: IncomingMessage,
+    responder: CoreResponder,
+    outcome: { settle(): void; settled(): boolean; resolve(): void; reject(error: Error): void },
+  ): void {
+    // The owner let the session go while draining: not an answer for the client; the engine
+    // restores the session here once the owner record stops naming that instance.
+    if (upstream.headers[MOVED_HEADER] !== undefined) {
+      outcome.settle();
+      upstream.resume();
+      return outcome.reject(new Error(`instance ${String(upstream.headers[MOVED_HEADER])} let the session go (draining)`));
+    }
+    const status = upstream.statusCode ?? 502;
+    const out = relayable(upstream.headers);
+    if (status === 200 && String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+      const sink = responder.stream(out);
+      outcome.settle();
+      outcome.resolve();
+      upstream.setEncoding('utf8');
+      upstream.on('data', (chunk: string) => {
+        sink.write(chunk);
+        if (sink.bufferedBytes > this.maxBufferedBytes) upstream.destroy();
+      });
+      // The owner went away or hung up (its own close, a shutdown): end here too; the client resumes.
+      upstream.on('error', () => {});
+      upstream.on('close', () => sink.end());
+      // The client left: hang up on the owner too, so its stream sees the disconnect.
+      sink.onClose(() => upstream.destroy());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    upstream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    upstream.on('end', () => {
+      outcome.settle();
+      const body = Buffer.concat(chunks).toString('utf8');
+      responder.send(status, out, body === '' ? undefined : body);
+      outcome.resolve();
+    });
+    upstream.on('error', (error) => {
+      if (!outcome.settled()) outcome.reject(error);
     });
   }
 

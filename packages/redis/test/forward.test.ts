@@ -213,6 +213,29 @@ describe('HttpForwarder', () => {
     expect(received).toBe(1);
   });
 
+  it('a broken connection after the request went out says whether the owner took it, once the owner is known to acknowledge (102 Processing)', async () => {
+    // Each request: 'ack' acknowledges then breaks, 'answer' acknowledges then answers, 'break' breaks unread.
+    const plan = ['break', 'answer', 'ack', 'break'];
+    const url = await owner((req, _body, res) => {
+      const step = plan.shift();
+      if (step !== 'break') res.writeProcessing();
+      if (step === 'answer') return res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      setImmediate(() => req.socket.destroy());
+    });
+    const f = forwarder();
+    const outcome = () =>
+      f.forward(url, { method: 'POST', headers: {}, body: '{}' }, recorder().responder).then(
+        () => 'answered' as const,
+        (e: { requestSent?: boolean; received?: boolean }) => ({ requestSent: e.requestSent, received: e.received }),
+      );
+    // Not known to acknowledge yet (a fetch runtime never is): no verdict, the engine decides.
+    expect(await outcome()).toEqual({ requestSent: true, received: undefined });
+    expect(await outcome()).toBe('answered');
+    expect(await outcome()).toEqual({ requestSent: true, received: true });
+    // Known to acknowledge, silent this time: it never took the request.
+    expect(await outcome()).toEqual({ requestSent: true, received: false });
+  });
+
   it('an owner that stops answering (frozen) fails the forward within 2 × responseTimeoutMs on the keep-alive socket it answered on before, marked maybeReceived (issue 27, item 2)', async () => {
     let frozen = false;
     const seen: Array<{ method: string | undefined; socket: unknown }> = [];

@@ -39,10 +39,16 @@ export async function forward(
     return 'relayed';
   } catch (error) {
     ctx.options.onError(asError(error, `forwarding to instance ${owner.instanceId} failed`));
-    const { maybeReceived, requestSent } = (error ?? {}) as { maybeReceived?: unknown; requestSent?: unknown };
-    // With JSON answers the owner sends nothing until its calls are done: a connection that broke
-    // after the request went out may have broken under a call that ran (the owner died).
-    return maybeReceived === true || (requestSent === true && ctx.options.jsonResponse) ? 'unanswered' : 'unsent';
+    const { maybeReceived, requestSent, received } = (error ?? {}) as {
+      maybeReceived?: unknown;
+      requestSent?: unknown;
+      received?: unknown;
+    };
+    if (maybeReceived === true || received === true) return 'unanswered';
+    // With JSON answers an owner sends nothing until its calls are done: unless it is known to say
+    // when it takes a request (`received: false`), a connection that broke after the request went
+    // out may have broken under a call that ran (the owner died).
+    return requestSent === true && received !== false && ctx.options.jsonResponse ? 'unanswered' : 'unsent';
   }
 }
 

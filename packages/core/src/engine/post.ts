@@ -205,6 +205,9 @@ async function respond(
       respond: (text) => (text === undefined ? res.send(202, session.headers.json, undefined) : res.send(200, session.headers.json, text)),
     });
     keepAlive(ctx.options, session, reply, req);
+    // A request a peer forwarded: it hears that the request was taken before any tool runs (the
+    // answer itself comes when the calls are done; see ClusterPort's forward).
+    if (req.headers[FORWARDED_HEADER] !== undefined) res.acknowledge?.();
     session.dispatch(parsed.messages, req);
     return true;
   }

@@ -64,9 +64,11 @@ export interface SessionCluster {
    * twice) and answers 502 at once. When the connection broke after the whole request went out
    * and before any answer, the error has `requestSent: true`: the owner may have read it and died
    * while it ran, or closed the connection unread as it stopped. With `jsonResponse` (an owner
-   * answers only once its calls are done) the engine then treats a `POST` as `maybeReceived`;
-   * with SSE answers (an owner sends its answer's head before its calls run) it serves it here
-   * once the owner is gone.
+   * answers only once its calls are done) the engine then treats a `POST` as `maybeReceived`,
+   * unless the error also says `received: false`: the owner is known to acknowledge every
+   * forwarded request before it runs anything (`CoreResponder.acknowledge`) and did not
+   * acknowledge this one (`received: true` when it did). With SSE answers (an owner sends its
+   * answer's head before its calls run) it serves it here once the owner is gone.
    */
   forward(owner: SessionOwner, request: ForwardedRequest, responder: CoreResponder): Promise<void>;
   /**

@@ -43,6 +43,13 @@ export interface CoreResponder {
    * left first). A 2026-era request whose client left before its answer is cancelled.
    */
   onClose?(listener: () => void): void;
+  /**
+   * Optional: tells the sender, before anything of the request runs, that it was taken (an
+   * informational `102 Processing` on `node:http`; a fetch runtime cannot send one). Sent only to
+   * a peer that forwarded a request answered with one JSON body: a connection that breaks
+   * before it broke before anything ran (see `SessionCluster.forward`).
+   */
+  acknowledge?(): void;
 }
 
 /**

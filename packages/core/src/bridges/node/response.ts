@@ -22,6 +22,12 @@ export class NodeResponder implements CoreResponder {
     else res.once('close', listener);
   }
 
+  acknowledge(): void {
+    this.res.writeProcessing();
+    // node:http may hold the bytes until the next tick: the peer must have them before anything runs.
+    this.res.socket?.uncork();
+  }
+
   stream(headers: OutHeaders): SseSink {
     this.res.writeHead(200, headers);
     // Small SSE frames should leave now, not wait for Nagle.
