@@ -44,6 +44,15 @@ export async function resume(
     if (replayedFrames === undefined) return sendRejection(res, unavailable('the event store'));
     if (replayedFrames.ok && !replayedFrames.complete && answerAwaited(ctx, res, session, cursor)) return;
   }
+  // A gap in a stream that still runs here but answers nothing more: its end (the lost-events
+  // error a resume just gave, or the call's own answer) is on its way to the store. Read again
+  // once it is stored, so the gap is not taken for an eviction.
+  const ending = replayedFrames.ok ? undefined : session.activeStream(cursor.streamId);
+  if (ending?.kind === 'request' && ending.pending.size === 0 && ending.storing) {
+    await ending.afterStored(() => {});
+    replayedFrames = await ctx.replay(session.sessionId as string, cursor.streamId, cursor.seq);
+    if (replayedFrames === undefined) return sendRejection(res, unavailable('the event store'));
+  }
   if (!replayedFrames.ok) {
     const running = session.activeStream(cursor.streamId);
     if (running?.kind === 'request' && running.pending.size > 0) return endLostCall(ctx, res, session, running, cursor, polling);
