@@ -24,7 +24,7 @@
 // `--url <http://127.0.0.1:port/mcp>` (undocumented on purpose) skips starting an app and tests a
 // server that is already running, e.g. a baseline built on the SDK's own transport.
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
@@ -33,7 +33,6 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SUITE_PACKAGE = createRequire(path.join(ROOT, 'package.json')).resolve('@modelcontextprotocol/conformance/package.json');
-const PNPM = ['npx', '-y', 'pnpm@10.34.9'];
 const HOST = '127.0.0.1';
 
 /** Scenarios the active suite leaves out (pending upstream) or that we must never lose. */
@@ -78,7 +77,7 @@ const REQUIRED_BY_MCP_KIT = {
   ],
 };
 
-const STARTUP_TIMEOUT_MS = 90_000; // pnpm via npx plus a cold `next start`
+const STARTUP_TIMEOUT_MS = 90_000; // a cold `next start` on a busy machine
 const SCENARIO_TIMEOUT_MS = 30_000; // the suite's own per-scenario limit
 const SUITE_TIMEOUT_MS = 15 * 60_000; // includes a first-time download of node@22
 const STOP_GRACE_MS = 5_000;
@@ -297,7 +296,7 @@ function readApp(dirName) {
   if (!existsSync(file)) throw new Error(`no app at apps/${dirName}`);
   const pkg = JSON.parse(readFileSync(file, 'utf8'));
   if (!pkg.scripts?.start) throw new Error(`apps/${dirName} has no "start" script`);
-  return { name: pkg.name, dir: path.dirname(file) };
+  return { name: pkg.name, dir: path.dirname(file), start: pkg.scripts.start };
 }
 
 /** Asks the OS for a free port on 127.0.0.1. Another process could take it before the app binds;
@@ -315,8 +314,12 @@ function freePort() {
 
 async function startApp(app, port, logFile, verbose) {
   const log = createWriteStream(logFile);
-  const child = launch(PNPM[0], [...PNPM.slice(1), '--filter', app.name, 'start'], {
-    env: { ...process.env, PORT: String(port), HOST },
+  // The app's own "start" script, run as pnpm would (its bin directory first on the PATH), without
+  // pnpm itself: npx resolving pnpm costs ~3.5 CPU-s per run, 8 runs in `npm test`.
+  const bin = path.join(app.dir, 'node_modules', '.bin');
+  const child = launch('/bin/sh', ['-c', app.start], {
+    cwd: app.dir,
+    env: { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}`, PORT: String(port), HOST },
     onOutput: (chunk) => {
       log.write(chunk);
       if (verbose) process.stdout.write(chunk);
@@ -355,7 +358,25 @@ function conformanceCli() {
   const require = createRequire(path.join(ROOT, 'package.json'));
   const entry = path.join(path.dirname(require.resolve('@modelcontextprotocol/conformance/package.json')), 'dist/index.js');
   const major = Number(process.versions.node.split('.')[0]);
-  return major >= 22 ? [process.execPath, entry] : ['npx', '-y', '-p', 'node@22', '--', 'node', entry];
+  return major >= 22 ? [process.execPath, entry] : [node22(), entry];
+}
+
+/**
+ * The path of a Node 22 binary from the npm package `node@22`: asked of npx once, then kept in
+ * node_modules/.cache (npx costs ~2.7 CPU-s a call, twice per app in `npm test`).
+ */
+function node22() {
+  const cache = path.join(ROOT, 'node_modules', '.cache', 'mcp-kit', 'node22-path');
+  if (existsSync(cache)) {
+    const known = readFileSync(cache, 'utf8').trim();
+    if (known !== '' && existsSync(known)) return known;
+  }
+  const found = spawnSync('npx', ['-y', '-p', 'node@22', '--', 'node', '-p', 'process.execPath'], { cwd: ROOT, encoding: 'utf8' });
+  const binary = found.stdout?.trim() ?? '';
+  if (found.status !== 0 || !existsSync(binary)) throw new Error(`no Node 22 through npx (node@22): ${found.stderr ?? found.error}`);
+  mkdirSync(path.dirname(cache), { recursive: true });
+  writeFileSync(cache, `${binary}\n`);
+  return binary;
 }
 
 async function runSuite(cli, serverArgs, logFile, verbose) {
@@ -495,14 +516,14 @@ function tally(verdicts) {
 
 // ---------------------------------------------------------------------------------------------
 // Processes: every child leads its own process group, so stopping the group also stops what it
-// spawned (npx -> pnpm -> sh -> node). Only groups this script created are ever signalled, and
+// spawned (sh -> node). Only groups this script created are ever signalled, and
 // only while they still have members: a group id cannot be reused while any member is alive.
 
 /** Leaders (pids) of the process groups this script started and has not seen empty yet. */
 const groups = new Set();
 
-function launch(command, args, { env, onOutput }) {
-  const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+function launch(command, args, { env, onOutput, cwd = ROOT }) {
+  const child = spawn(command, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   if (child.pid !== undefined) groups.add(child.pid);
   child.once('exit', () => {
     if (!groupAlive(child.pid)) groups.delete(child.pid);

@@ -1,10 +1,14 @@
 /**
  * A bad network between the instances and Redis (issue 27): three Redis-backed express-example
  * instances reach a real redis-server through tests/support/net-faults.ts, behind the round-robin
- * proxy; SDK v1 clients with their default settings (two failed reconnects and they stop
- * listening; the SDK's 60 s request timeout) poll long_task with closeEvery.
+ * proxy; SDK v1 clients, SDK v2 clients (`legacy`: a 2025 session; the default negotiation, which
+ * lands on 2026-07-28 and stays on its one stream) with their default settings (SDK v1: two failed
+ * reconnects and they stop listening; the SDKs' 60 s request timeout) and raw chaos clients
+ * (tests/faults/raw-chaos.ts: cutting their own connections at random and resuming) call
+ * long_task with closeEvery.
  * - Flaky: every chunk delayed by 0–300 ms (order kept) and one Redis connection reset every 3 s.
- *   Nothing is lost and no instance misses its heartbeat window: every call completes. (Before, a
+ *   Nothing is lost and no instance misses its heartbeat window: every call completes, a raw one
+ *   too (a 502/503 it meets it waits out and sends again, as a client honouring it would). (Before, a
  *   new call whose POST met a connection being made again got 503 "the event store is
  *   unavailable": 8 of 40 calls in one run, 3 runs of 8 had some.)
  * - Black hole: every byte held both ways for 10 s with nothing closed, then every connection
@@ -12,28 +16,41 @@
  *   request on a session, a resume) and time their answers: README says a command with no reply
  *   fails after `commandTimeoutMs` (2 s) and the request gets its 503. (Before: 8.2 s, four tries
  *   each waiting out the timeout on a connection that still passed for ready.) The instances miss
- *   their heartbeat window meanwhile, so a call may also end with the lost-instance error.
+ *   their heartbeat window meanwhile, so a call, a raw one too, may also end with the
+ *   lost-instance error.
  * The audit, as in redis-outage.test.ts: no call is left to its timeout; each completes with every
- * step once and in order, or ends with the documented error; no live session hears 404; no 5xx
- * but 502/503; afterwards every session takes another call. LONG=1 (`pnpm test:chaos`): 40
- * clients × 4 calls through the flaky network, 30 calls through a 30 s black hole.
+ * step once and in order, or ends with the documented error; the raw calls alike (auditRawChaos:
+ * none stuck, no event gap or repeat, no status but 200/202/204/502/503); no live session hears
+ * 404; no 5xx but 502/503; afterwards every session, raw ones too, takes another call. Flaky: 10
+ * SDK v1, 5 SDK v2 of each negotiation and 5 raw clients × 2 calls; black hole: 4 SDK v1, 3 SDK v2
+ * of each negotiation and 3 raw clients (two calls each) through 10 s. LONG=1 (`pnpm
+ * test:chaos`): flaky 20, 10 + 10 and 10 clients × 4 calls; black hole 14, 8 + 8 and 8 clients
+ * through 30 s.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '../support/cluster.js';
 import { freePort, startRedis, type TestRedis } from '../support/redis.js';
 import { startNetFaultProxy, type NetFaultProxy } from '../support/net-faults.js';
-import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '../cluster/clients.js';
+import { oneTo, type LongTask } from '../cluster/clients.js';
 import { RawSession, RawSse, toolCall } from '../reliability/client.js';
 import { seedFor } from '../reliability/random.js';
 import { PROTOCOL } from '../support/sse.js';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
+import {
+  CLIENT_TIMEOUT_MS,
+  connectOutageClients,
+  rawCallAgain,
+  stepsReached,
+  timelineOf,
+  type OutageClient,
+  type OutageKind,
+} from './outage-clients.js';
 
 const LONG = process.env.LONG === '1';
 // The example apps' own heartbeat (2 s: an instance counts as gone 6 s after its last beat), as a
 // new user runs them: a network this bad must not make a live instance pass for gone.
 const ENV = { RETRY_MS: '200' };
 const TASK: LongTask = { steps: 30, intervalMs: 100, closeEvery: 5, retryMs: 700 };
-/** The SDK's own default request timeout: a call still unanswered then was left to it. */
-const CLIENT_TIMEOUT_MS = 60_000;
 /** The redis package's default `commandTimeoutMs` (the example apps keep it). */
 const COMMAND_TIMEOUT_MS = 2_000;
 /**
@@ -43,19 +60,32 @@ const COMMAND_TIMEOUT_MS = 2_000;
  */
 const INSTANCE_LOST = /server instance running this request was lost/;
 
-const FLAKY = LONG ? { clients: 40, rounds: 4 } : { clients: 20, rounds: 2 };
-const BLACK_HOLE = LONG ? { clients: 30, holdMs: 30_000 } : { clients: 10, holdMs: 10_000 };
+/** The SDK clients by kind (see outage-clients.ts), the raw chaos clients beside them, and the calls each makes. */
+interface Scenario {
+  clients: Partial<Record<OutageKind, number>>;
+  raw: number;
+}
+const FLAKY: Scenario & { rounds: number } = LONG
+  ? { clients: { v1: 20, 'v2-legacy': 10, 'v2-auto': 10 }, raw: 10, rounds: 4 }
+  : { clients: { v1: 10, 'v2-legacy': 5, 'v2-auto': 5 }, raw: 5, rounds: 2 };
+const BLACK_HOLE: Scenario & { holdMs: number } = LONG
+  ? { clients: { v1: 14, 'v2-legacy': 8, 'v2-auto': 8 }, raw: 8, holdMs: 30_000 }
+  : { clients: { v1: 4, 'v2-legacy': 3, 'v2-auto': 3 }, raw: 3, holdMs: 10_000 };
+const count = (s: Scenario) => `${Object.values(s.clients).reduce((a, n) => a + n, 0)} SDK and ${s.raw} raw clients`;
 
 let redis: TestRedis | undefined;
 let net: NetFaultProxy | undefined;
 let instances: Instance[] = [];
 let proxy: RoundRobinProxy | undefined;
-let clients: ClusterClient[] = [];
+let clients: OutageClient[] = [];
+let raw: RawChaosClient[] = [];
 
 afterEach(async () => {
   net?.resetEvery(0);
   await Promise.all(clients.map((c) => c.close()));
   clients = [];
+  await Promise.all(raw.map((c) => c.close()));
+  raw = [];
   await proxy?.close();
   for (const i of instances) await i.stop('SIGKILL');
   instances = [];
@@ -75,9 +105,15 @@ async function startAll(seed: number): Promise<{ net: NetFaultProxy; proxy: Roun
   return { net, proxy, instances };
 }
 
+/** Connects the scenario's SDK clients and raw chaos clients. */
+async function connectAll(url: string, scenario: Scenario): Promise<void> {
+  await connectOutageClients(url, scenario.clients, clients);
+  for (let i = 0; i < scenario.raw; i++) raw.push(await RawChaosClient.open(url, `raw${i}`));
+}
+
 /** One call as a client saw it. */
 interface Outcome {
-  client: ClusterClient;
+  client: OutageClient;
   round: number;
   steps: number[];
   ms: number;
@@ -85,19 +121,20 @@ interface Outcome {
   error?: string;
 }
 
-async function call(c: ClusterClient, round: number): Promise<Outcome> {
+async function call(c: OutageClient, round: number): Promise<Outcome> {
   const started = Date.now();
   try {
-    const r = await c.callLongTask(TASK, { timeoutMs: CLIENT_TIMEOUT_MS });
-    return { client: c, round, steps: [...c.steps], ms: Date.now() - started, result: r.content };
+    const result = await c.call(TASK);
+    return { client: c, round, steps: [...c.steps], ms: Date.now() - started, result };
   } catch (error) {
     return { client: c, round, steps: [...c.steps], ms: Date.now() - started, error: String(error) };
   }
 }
 
 /**
- * The audit every scenario ends with; `from` is where its part of the proxy's log starts, `allowed`
- * the error a call may end with instead of its result (none: every call completes).
+ * The audit every scenario ends with, of the SDK calls' `outcomes` and the raw chaos clients' calls;
+ * `from` is where its part of the proxy's log starts, `allowed` the error a call, a raw one too,
+ * may end with instead of its result (none: every call completes).
  */
 async function audit(what: string, outcomes: Outcome[], from: number, allowed?: RegExp): Promise<void> {
   const requests = proxy!.log.slice(from);
@@ -109,13 +146,12 @@ async function audit(what: string, outcomes: Outcome[], from: number, allowed?: 
     `[${what}, ${CLUSTER_MODE}] ${outcomes.length} calls: ${outcomes.length - failed.length} completed, ${failed.length} ended otherwise; ` +
       `slowest ${slowest} ms; statuses ${[...statuses].map(([st, n]) => `${st}×${n}`).join(' ')}; Redis connections ${net!.stats.connections}, resets ${net!.stats.resets}`,
   );
-  const timeline = (c: ClusterClient) =>
-    requests
-      .filter((q) => q.sessionId === c.sessionId)
-      .map((q) => `${q.method} ${q.kind} ${q.lastEventId?.slice(-8) ?? ''} → ${q.status} ${q.servedBy ?? ''}`)
-      .join('; ');
+  const timeline = (c: OutageClient) => timelineOf(requests, c);
   for (const o of failed)
     console.log(`  ${o.client.name}#${o.round}: ${o.error} after ${o.ms} ms, steps ${o.steps.join(',')}\n    ${timeline(o.client)}`);
+  const rawEnded = raw.flatMap((c) => c.outcomes).filter((o) => o.result === undefined);
+  console.log(`  ${describeRawChaos(raw)}`);
+  for (const o of rawEnded) console.log(`  ${o.client} call ${o.call}: ${o.stuck ?? JSON.stringify(o.error)}, steps ${o.steps.join(',')}`);
   for (const o of outcomes) {
     const name = `${o.client.name}#${o.round}`;
     if (o.error === undefined) {
@@ -129,6 +165,8 @@ async function audit(what: string, outcomes: Outcome[], from: number, allowed?: 
       expect(o.steps, name).toEqual(oneTo(o.steps.length));
     }
   }
+  auditRawChaos(raw, TASK.steps, () => allowed !== undefined);
+  for (const o of rawEnded) expect(o.error?.message, `${o.client} call ${o.call}\n${outputs()}`).toMatch(allowed!);
   expect([...statuses.keys()].filter((st) => st >= 500 && st !== 502 && st !== 503)).toEqual([]);
   expect(requests.filter((r) => r.status === 404)).toEqual([]);
 }
@@ -139,20 +177,20 @@ function outputs(): string {
 
 /** Afterwards, with the network healed, every session takes another call. */
 async function everySessionServes(): Promise<void> {
-  for (const c of clients) {
-    const r = await c.callLongTask({ steps: 3, intervalMs: 10 });
-    expect(r.content, c.name).toEqual([{ type: 'text', text: 'completed 3 steps' }]);
-  }
+  for (const c of clients)
+    expect(await c.call({ steps: 3, intervalMs: 10 }), c.name).toEqual([{ type: 'text', text: 'completed 3 steps' }]);
+  for (const c of raw) expect(await rawCallAgain(c), c.name).toEqual([{ type: 'text', text: 'completed 3 steps' }]);
 }
 
 describe('a network to Redis that delays chunks by 0–300 ms and resets one connection every 3 s', () => {
-  it(`${FLAKY.clients} clients × ${FLAKY.rounds} calls: none waits for its timeout; each completes with every step once and in order`, async () => {
+  it(`${count(FLAKY)} × ${FLAKY.rounds} calls: none waits for its timeout; each completes with every step once and in order`, async () => {
     const seed = seedFor('redis network, flaky');
     const { net, proxy } = await startAll(seed);
-    for (let i = 0; i < FLAKY.clients; i++) clients.push(await connectClient(proxy.url, `c${i}`));
+    await connectAll(proxy.url, FLAKY);
     const from = proxy.log.length;
     net.delayMs = 300;
     net.resetEvery(3_000);
+    const rawRuns = raw.map((c, i) => c.run({ ...TASK, calls: FLAKY.rounds, seed: seed + 1 + i, callDeadlineMs: CLIENT_TIMEOUT_MS }));
     const outcomes = (
       await Promise.all(
         clients.map(async (c, i) => {
@@ -165,6 +203,7 @@ describe('a network to Redis that delays chunks by 0–300 ms and resets one con
         }),
       )
     ).flat();
+    await Promise.all(rawRuns);
     net.resetEvery(0);
     net.delayMs = 0;
     const lines = instances.flatMap((i) => i.output.split('\n').filter((l) => /mcp-kit|Error/.test(l)));
@@ -196,18 +235,20 @@ async function probe(what: string, url: string, init: { method: string; headers:
 }
 
 describe('a network to Redis that black-holes every byte, then resets', () => {
-  it(`${BLACK_HOLE.holdMs} ms with ${BLACK_HOLE.clients} calls away: none waits for its timeout; a request Redis does not answer hears its 503 after commandTimeoutMs`, async () => {
+  it(`${BLACK_HOLE.holdMs} ms with ${count(BLACK_HOLE)} away: none waits for its timeout; a request Redis does not answer hears its 503 after commandTimeoutMs`, async () => {
     const seed = seedFor('redis network, black hole');
     const { net, proxy, instances } = await startAll(seed);
-    for (let i = 0; i < BLACK_HOLE.clients; i++) clients.push(await connectClient(proxy.url, `c${i}`));
+    await connectAll(proxy.url, BLACK_HOLE);
     // A session of its own for the probes (on node-0), with a finished call to resume from.
     const session = await RawSession.open(instances[0]!.url);
     const done = await session.postSse(toolCall(1, 'long_task', { steps: 1, intervalMs: 0 }));
     await done.end();
     const cursor = done.lastEventId!;
     const from = proxy.log.length;
+    const rawRuns = raw.map((c, i) => c.run({ ...TASK, calls: 2, seed: seed + 1 + i, callDeadlineMs: CLIENT_TIMEOUT_MS }));
     const calls = clients.map((c) => call(c, 0));
-    // Every client was just sent away after step 5 (closeEvery 5): the network goes while they poll.
+    // Every 2025 SDK client was just sent away after step 5 (closeEvery 5): the network goes while
+    // they poll (a 2026-07-28 one, which stays on its stream, has heard step 5 on it).
     await stepsReached(clients, 5);
     const hole = net.blackHole(BLACK_HOLE.holdMs);
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -243,6 +284,7 @@ describe('a network to Redis that black-holes every byte, then resets', () => {
     );
     await hole;
     const outcomes = await Promise.all(calls);
+    await Promise.all(rawRuns);
     await audit(`black hole ${BLACK_HOLE.holdMs} ms`, outcomes, from, INSTANCE_LOST);
     // README: a command with no reply fails after commandTimeoutMs and the request gets its answer
     // (503, or a resume's come-back-later 200) then, not several timeouts later.

@@ -16,21 +16,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type TestCluster } from '../support/cluster.js';
-import { connectClient, oneTo, type LongTask } from '../cluster/clients.js';
-import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
-import { stepOf } from '../clients/harness.js';
+import { oneTo, type LongTask } from '../cluster/clients.js';
 import { pythonVenv, runPythonJson } from '../support/python.js';
-import { connectTaskSession } from '../support/modern.js';
 import { seedFor } from '../reliability/random.js';
 import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
+import { CLIENT_TIMEOUT_MS, connectOutageClients, isTaskClient, stepsReached, timelineOf, type OutageClient } from './outage-clients.js';
 
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
 const CLIENTS = process.env.LONG === '1' ? 30 : 6; // of each kind
 /** Raw chaos clients beside them (tests/faults/raw-chaos.ts): two calls each, cutting and resuming on their own. */
 const RAW_CLIENTS = process.env.LONG === '1' ? 10 : 3;
 const LONG: LongTask = { steps: 30, intervalMs: 100, closeEvery: 5, retryMs: 700 };
-/** The SDK's own default request timeout: a call still unanswered then was left to it. */
-const CLIENT_TIMEOUT_MS = 60_000;
 
 const OUTAGES =
   process.env.LONG === '1'
@@ -59,106 +55,6 @@ let python: string;
 beforeAll(async () => {
   python = await pythonVenv('mcp-2.3.0', ['mcp==2.3.0']);
 }, 300_000);
-
-/** One client of the outage, whichever SDK: the steps its running call heard, and the call. */
-interface OutageClient {
-  name: string;
-  sessionId: string | undefined;
-  steps: number[];
-  call(task: LongTask): Promise<unknown>;
-  close(): Promise<void>;
-}
-
-async function sdkV1(url: string, name: string): Promise<OutageClient> {
-  const c = await connectClient(url, name);
-  return {
-    name,
-    sessionId: c.sessionId,
-    get steps() {
-      return c.steps;
-    },
-    call: (task) => c.callLongTask(task, { timeoutMs: CLIENT_TIMEOUT_MS }).then((r) => r.content),
-    close: () => c.close(),
-  };
-}
-
-async function sdkV2(url: string, name: string, mode: 'legacy' | 'auto'): Promise<OutageClient> {
-  const client = new ClientV2({ name, version: '1.0.0' }, { versionNegotiation: { mode } });
-  const transport = new TransportV2(new URL(url));
-  let steps: number[] = [];
-  client.setNotificationHandler('notifications/message', (n) => {
-    const step = stepOf(n.params.data);
-    if (step !== undefined) steps.push(step);
-  });
-  await client.connect(transport);
-  return {
-    name,
-    sessionId: transport.sessionId,
-    get steps() {
-      return steps;
-    },
-    async call(task) {
-      steps = [];
-      // 2026-07-28 sends log notifications only at the level a request asks for.
-      const _meta = { 'io.modelcontextprotocol/logLevel': 'info' };
-      const result = await client.callTool({ name: 'long_task', arguments: { ...task }, _meta }, { timeout: CLIENT_TIMEOUT_MS });
-      return result.content;
-    },
-    close: () => client.close().catch(() => {}),
-  };
-}
-
-/**
- * A 2026-07-28 client with the Tasks extension's own requester (`@modelcontextprotocol/ext-tasks`):
- * long_task becomes a task at its first close, which the package polls with `tasks/get` at the
- * interval the server asks for. It hears no log notifications, only the task's statusMessage: its
- * `steps` are the steps that statusMessage named, and `tasked` says its call is a task by now.
- */
-async function extTasks(url: string, name: string): Promise<OutageClient & { tasked: boolean }> {
-  const { client, session } = await connectTaskSession(url, {
-    clientInfo: { name, version: '1.0.0' },
-    idPrefix: name,
-    onInputRequest: async () => ({}),
-  });
-  const c = {
-    name,
-    sessionId: undefined,
-    steps: [] as number[],
-    tasked: false,
-    async call(task: LongTask) {
-      c.steps = [];
-      c.tasked = false;
-      const execution = await session.callTool('long_task', { ...task }, { metadata: { 'io.modelcontextprotocol/logLevel': 'info' } });
-      c.tasked = execution.kind === 'task';
-      const { outcome } = await execution.settle({
-        onEvent: (event) => {
-          const step = event.type === 'task' && event.task.statusMessage ? stepOf(JSON.parse(event.task.statusMessage)) : undefined;
-          if (step !== undefined && step !== c.steps.at(-1)) c.steps.push(step);
-        },
-      });
-      if (outcome.status !== 'completed')
-        throw new Error(`task ${outcome.status}: ${outcome.status === 'failed' ? outcome.error.message : ''}`);
-      return (outcome.result as { content: unknown }).content;
-    },
-    close: async () => {
-      await session.close().catch(() => {});
-      await client.close().catch(() => {});
-    },
-  };
-  return c;
-}
-
-const isTaskClient = (c: OutageClient): c is OutageClient & { tasked: boolean } => 'tasked' in c;
-
-/** Resolves once every client has heard at least `n` steps of its running call (a task client: once its call is a task). */
-async function stepsReached(list: OutageClient[], n: number): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  const behind = () => list.filter((c) => (isTaskClient(c) ? !c.tasked : c.steps.length < n));
-  while (behind().length > 0) {
-    if (Date.now() > deadline) throw new Error(`steps heard: ${list.map((c) => c.steps.length).join(', ')}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 let cluster: TestCluster | undefined;
 let clients: OutageClient[] = [];
@@ -194,14 +90,7 @@ describe.each(OUTAGES)('Redis down for $downMs ms (append-only file: $aof)', ({ 
       if (Date.now() > pythonStart) throw new Error('the Python clients did not call long_task within 60 s');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    for (let i = 0; i < CLIENTS; i++) {
-      clients.push(
-        await sdkV1(url, `v1-${i}`),
-        await sdkV2(url, `v2-legacy-${i}`, 'legacy'),
-        await sdkV2(url, `v2-auto-${i}`, 'auto'),
-        await extTasks(url, `tasks-${i}`),
-      );
-    }
+    await connectOutageClients(url, { v1: CLIENTS, 'v2-legacy': CLIENTS, 'v2-auto': CLIENTS, tasks: CLIENTS }, clients);
     for (let i = 0; i < RAW_CLIENTS; i++) raw.push(await RawChaosClient.open(url, `raw${i}`));
     const seed = seedFor(`redis down ${downMs} ms ${aof ? 'AOF' : 'empty'}`);
     const rawRuns = raw.map((c, i) => c.run({ ...LONG, calls: 2, seed: seed + i, callDeadlineMs: CLIENT_TIMEOUT_MS }));
@@ -237,10 +126,7 @@ describe.each(OUTAGES)('Redis down for $downMs ms (append-only file: $aof)', ({ 
         expect(String(r.reason), c.name).toMatch(/Task not found/);
       } else {
         const why = String(r.reason);
-        const timeline = requests
-          .filter((q) => q.sessionId === c.sessionId)
-          .map((q) => `${q.method} ${q.kind} ${q.lastEventId?.slice(-6) ?? ''} → ${q.status}`)
-          .join('; ');
+        const timeline = timelineOf(requests, c);
         // With the append-only file nothing was lost: every call must complete.
         expect(aof, `${c.name}: ${why} after steps ${c.steps.join(',')}; ${timeline}`).toBe(false);
         expect(why, `${c.name}: ${timeline}`).toContain('the event store lost this request');

@@ -2,23 +2,28 @@
  * A Sentinel failover (issue 27): a Redis primary, its replica and three Sentinels from the same
  * `redis-server` binary (tests/support/sentinel.ts); three express-example instances find the
  * primary through the Sentinels (`REDIS_SENTINELS`, `REDIS_SENTINEL_NAME`), behind the round-robin
- * proxy; SDK v1 clients with their default settings (two failed reconnects and they stop
- * listening; the SDK's 60 s request timeout) poll long_task with closeEvery. While every client is
- * away polling, the primary is killed (SIGKILL) and the Sentinels promote the replica (1.7–3.1 s:
- * 1 s to count it down, then the vote). Before issue 27: 11–15 of ~38 calls hung to their timeout,
- * 2 of 2 runs, every client that was away when the primary died. Then, before the redis cluster
- * gave its peers a window to beat again after its own connection came back: 3 of 11 runs (36
- * clients) had the first instance back take over the sessions of peers not back yet (their
- * heartbeat keys expired during the failover), and 6 to 32 calls ended with the lost-instance error.
+ * proxy; SDK v1 clients, SDK v2 clients (`legacy`: a 2025 session; the default negotiation,
+ * which lands on 2026-07-28 and stays on its one stream) with their default settings (SDK v1: two
+ * failed reconnects and they stop listening; the SDKs' 60 s request timeout) and raw chaos
+ * clients (tests/faults/raw-chaos.ts: two calls each, cutting their own connections at random and
+ * resuming) call long_task with closeEvery. While every 2025 SDK client is away polling (a
+ * 2026-07-28 one mid-stream), the primary is killed (SIGKILL) and the Sentinels promote the
+ * replica (1.7–3.1 s: 1 s to count it down, then the vote). Before issue 27 (SDK v1 clients
+ * only): 11–15 of ~38 calls hung to their timeout, 2 of 2 runs, every client that was away when
+ * the primary died. Then, before the redis cluster gave its peers a window to beat again after its
+ * own connection came back: 3 of 11 runs (36 clients) had the first instance back take over the
+ * sessions of peers not back yet (their heartbeat keys expired during the failover), and 6 to 32
+ * calls ended with the lost-instance error.
  *
  * The audit, as in redis-outage.test.ts: no call is left to its timeout; each completes with every
  * step once and in order, or ends with the documented lost-events error (replication is
- * asynchronous: the promoted replica may lack the last frames the old primary acknowledged); no
- * live session hears 404; no 5xx but 502/503; every connection of the instances (commands, bus,
- * tails) is on the new primary; afterwards every session takes another call. A second case
- * has the replica receive the primary's writes 300 ms late, so it lacks what
- * the primary acknowledged last: those calls must end with the lost-events error. LONG=1 (`pnpm
- * test:chaos`): 36 clients.
+ * asynchronous: the promoted replica may lack the last frames the old primary acknowledged), a raw
+ * call too (auditRawChaos: none stuck, no event gap or repeat, no status but 200/202/204/502/503);
+ * no live session hears 404; no 5xx but 502/503; every connection of the instances (commands, bus,
+ * tails) is on the new primary; afterwards every session, raw ones too, takes another call. A
+ * second case has the replica receive the primary's writes 300 ms late, so it lacks what the
+ * primary acknowledged last: those calls must end with the lost-events error. Clients: 6 SDK v1, 3
+ * SDK v2 of each negotiation and 3 raw; LONG=1 (`pnpm test:chaos`): 18, 9 + 9 and 9.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,24 +33,42 @@ import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobin
 import { freePort } from '../support/redis.js';
 import { redisCommand } from '../support/redis-command.js';
 import { SENTINEL_NAME, startSentinels, type TestSentinels } from '../support/sentinel.js';
-import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '../cluster/clients.js';
+import { oneTo, type LongTask } from '../cluster/clients.js';
+import { seedFor } from '../reliability/random.js';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
+import {
+  CLIENT_TIMEOUT_MS,
+  connectOutageClients,
+  rawCallAgain,
+  stepsReached,
+  timelineOf,
+  type OutageClient,
+  type OutageKind,
+} from './outage-clients.js';
 
-const CLIENTS = process.env.LONG === '1' ? 36 : 12;
+const LONG = process.env.LONG === '1';
+/** The SDK clients, by kind (see outage-clients.ts). */
+const CLIENTS: Partial<Record<OutageKind, number>> = LONG
+  ? { v1: 18, 'v2-legacy': 9, 'v2-auto': 9 }
+  : { v1: 6, 'v2-legacy': 3, 'v2-auto': 3 };
+/** Raw chaos clients beside them: two calls each. */
+const RAW_CLIENTS = LONG ? 9 : 3;
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
 const TASK: LongTask = { steps: 30, intervalMs: 100, closeEvery: 5, retryMs: 700 };
-/** The SDK's own default request timeout: a call still unanswered then was left to it. */
-const CLIENT_TIMEOUT_MS = 60_000;
 /** The documented error of a call whose events the store lost. */
 const LOST_EVENTS = 'the event store lost this request';
 
 let sentinels: TestSentinels | undefined;
 let instances: Instance[] = [];
 let proxy: RoundRobinProxy | undefined;
-let clients: ClusterClient[] = [];
+let clients: OutageClient[] = [];
+let raw: RawChaosClient[] = [];
 
 afterEach(async () => {
   await Promise.all(clients.map((c) => c.close()));
   clients = [];
+  await Promise.all(raw.map((c) => c.close()));
+  raw = [];
   await proxy?.close();
   proxy = undefined;
   for (const i of instances) await i.stop('SIGKILL');
@@ -66,18 +89,18 @@ async function connectionsOn(port: number): Promise<Map<string, number>> {
 }
 
 interface Outcome {
-  client: ClusterClient;
+  client: OutageClient;
   steps: number[];
   ms: number;
   result?: unknown;
   error?: string;
 }
 
-async function call(c: ClusterClient): Promise<Outcome> {
+async function call(c: OutageClient): Promise<Outcome> {
   const started = Date.now();
   try {
-    const r = await c.callLongTask(TASK, { timeoutMs: CLIENT_TIMEOUT_MS });
-    return { client: c, steps: [...c.steps], ms: Date.now() - started, result: r.content };
+    const result = await c.call(TASK);
+    return { client: c, steps: [...c.steps], ms: Date.now() - started, result };
   } catch (error) {
     return { client: c, steps: [...c.steps], ms: Date.now() - started, error: String(error) };
   }
@@ -93,10 +116,14 @@ async function failover(options: { replicationLagMs?: number } = {}): Promise<vo
   for (let i = 0; i < 3; i++) instances.push(instance(`node-${i}`, await freePort(), env));
   await Promise.all(instances.map((i) => i.start()));
   proxy = await roundRobinProxy(instances.map((i) => i.port));
-  for (let i = 0; i < CLIENTS; i++) clients.push(await connectClient(proxy.url, `v1-${i}`));
+  await connectOutageClients(proxy.url, CLIENTS, clients);
+  for (let i = 0; i < RAW_CLIENTS; i++) raw.push(await RawChaosClient.open(proxy.url, `raw${i}`));
 
+  const seed = seedFor(`sentinel failover${options.replicationLagMs ? `, replication ${options.replicationLagMs} ms late` : ''}`);
+  const rawRuns = raw.map((c, i) => c.run({ ...TASK, calls: 2, seed: seed + i, callDeadlineMs: CLIENT_TIMEOUT_MS }));
   const calls = clients.map(call);
-  // Every client was just sent away after step 5 (closeEvery 5): the primary dies while they poll.
+  // Every 2025 SDK client was just sent away after step 5 (closeEvery 5): the primary dies while
+  // they poll (a 2026-07-28 one, which stays on its stream, has heard step 5 on it).
   await stepsReached(clients, 5);
   const before = await connectionsOn(sentinels.firstPrimaryPort);
   const from = proxy.log.length;
@@ -106,16 +133,14 @@ async function failover(options: { replicationLagMs?: number } = {}): Promise<vo
   const newPrimary = await sentinels.promoted();
   const promotedMs = Date.now() - killedAt;
   const outcomes = await Promise.all(calls);
+  await Promise.all(rawRuns);
 
   const requests = proxy.log.slice(from);
   const statuses = new Map<number, number>();
   for (const r of requests) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
   const failed = outcomes.filter((o) => o.error !== undefined);
-  const timeline = (c: ClusterClient) =>
-    requests
-      .filter((q) => q.sessionId === c.sessionId)
-      .map((q) => `${q.method} ${q.kind} ${q.lastEventId?.slice(-8) ?? ''} → ${q.status} ${q.servedBy ?? ''}`)
-      .join('; ');
+  const timeline = (c: OutageClient) => timelineOf(requests, c);
+  const rawOutcomes = raw.flatMap((c) => c.outcomes);
   console.log(
     `[sentinel failover${options.replicationLagMs ? `, replication ${options.replicationLagMs} ms late` : ''}, ${CLUSTER_MODE}] promoted in ${promotedMs} ms; ${outcomes.length} calls: ` +
       `${outcomes.length - failed.length} completed, ${failed.length} ended otherwise; slowest ${Math.max(...outcomes.map((o) => o.ms))} ms; ` +
@@ -123,7 +148,12 @@ async function failover(options: { replicationLagMs?: number } = {}): Promise<vo
   );
   for (const o of failed)
     console.log(`  ${o.client.name}: ${o.error} after ${o.ms} ms, steps ${o.steps.join(',')}\n    ${timeline(o.client)}`);
-  if (failed.some((o) => !o.error!.includes(LOST_EVENTS))) {
+  console.log(`  ${describeRawChaos(raw)}`);
+  for (const o of rawOutcomes.filter((o) => o.result === undefined))
+    console.log(`  ${o.client} call ${o.call}: ${o.stuck ?? JSON.stringify(o.error)}, steps ${o.steps.join(',')}`);
+  const unexpected = (o: { error?: { message: string }; stuck?: string }) =>
+    o.stuck !== undefined || !o.error?.message.includes(LOST_EVENTS);
+  if (failed.some((o) => !o.error!.includes(LOST_EVENTS)) || rawOutcomes.some((o) => o.result === undefined && unexpected(o))) {
     // The whole of what each instance printed, and the proxy's log, for whoever reads the failure.
     const dir = mkdtempSync(join(tmpdir(), 'mcp-kit-sentinel-failover-'));
     for (const i of instances) writeFileSync(join(dir, `${i.name}.log`), i.output);
@@ -143,6 +173,10 @@ async function failover(options: { replicationLagMs?: number } = {}): Promise<vo
       expect(o.steps, name).toEqual(oneTo(o.steps.length));
     }
   }
+  // The raw calls alike: a raw call may end early only with the same documented error.
+  auditRawChaos(raw, TASK.steps);
+  for (const o of rawOutcomes.filter((o) => o.result === undefined))
+    expect(o.error?.message, `${o.client} call ${o.call}\n${outputs()}`).toContain(LOST_EVENTS);
   expect([...statuses.keys()].filter((st) => st >= 500 && st !== 502 && st !== 503)).toEqual([]);
   expect(requests.filter((r) => r.status === 404)).toEqual([]);
   // Forwarding: every instance lived through the failover, so no session changed hands. (Before,
@@ -154,10 +188,9 @@ async function failover(options: { replicationLagMs?: number } = {}): Promise<vo
   }
 
   // Afterwards every session takes another call, on the promoted replica.
-  for (const c of clients) {
-    const r = await c.callLongTask({ steps: 3, intervalMs: 10 }, { timeoutMs: CLIENT_TIMEOUT_MS });
-    expect(r.content, c.name).toEqual([{ type: 'text', text: 'completed 3 steps' }]);
-  }
+  for (const c of clients)
+    expect(await c.call({ steps: 3, intervalMs: 10 }), c.name).toEqual([{ type: 'text', text: 'completed 3 steps' }]);
+  for (const c of raw) expect(await rawCallAgain(c), c.name).toEqual([{ type: 'text', text: 'completed 3 steps' }]);
   // Every connection the instances had on the old primary (commands, and the bus and tails
   // subscribers the cluster duplicates from it) is on the new one.
   const after = await connectionsOn(newPrimary);
