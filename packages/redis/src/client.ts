@@ -42,8 +42,9 @@ export interface RedisClientOptions {
  *
  * Two network faults are not outages and are ridden out (issue 27):
  * - A connection that stops answering (a black hole, a half-open connection a NAT forgot) is
- *   found by its first command's timeout and dropped (`socketTimeout`), not kept "ready" with
- *   every later command waiting `commandTimeoutMs` in turn (a request's four tries took 8 s).
+ *   found by its first command's timeout and dropped ({@link dropSilentConnections}), not kept
+ *   "ready" with every later command waiting `commandTimeoutMs` in turn (a request's four tries
+ *   took 8 s).
  * - Commands sent while a connection that was reset is made again wait for it
  *   ({@link rideOutReconnects}) instead of failing with "Stream isn't writeable": a new call's
  *   `POST` no longer gets a 503 because one connection dropped.
@@ -59,7 +60,6 @@ export function createRedisClient(target: string | RedisSentinelTarget, options:
     // In-flight commands fail at the first disconnect instead of being replayed later, out of order.
     maxRetriesPerRequest: 0,
     commandTimeout: commandTimeoutMs,
-    socketTimeout: commandTimeoutMs,
     retryStrategy: (times) => Math.min(100 * times, 2_000),
     connectionName: options.connectionName,
   };
@@ -71,7 +71,7 @@ export function createRedisClient(target: string | RedisSentinelTarget, options:
   // Connection errors surface on the commands that fail (as 503s and `onError`); an unhandled
   // 'error' event would crash the process.
   client.on('error', () => {});
-  dropStaleSocketTimeout(client);
+  dropSilentConnections(client, commandTimeoutMs);
   rideOutReconnects(client, commandTimeoutMs);
   return client;
 }
@@ -104,9 +104,9 @@ function rideOutReconnects(client: Redis, graceMs: number): void {
     silent = false;
     endGrace();
   });
-  // ioredis' own message for a connection dropped by `socketTimeout`.
+  // The message of a connection dropped for going silent (see dropSilentConnections).
   client.on('error', (error: Error) => {
-    if (error.message.startsWith('Socket timeout')) silent = true;
+    if (error.message.startsWith(SILENT)) silent = true;
   });
   client.on('close', () => {
     const reset = wasReady && !silent;
@@ -120,19 +120,46 @@ function rideOutReconnects(client: Redis, graceMs: number): void {
   });
 }
 
+const SILENT = 'Socket timeout';
+
 /**
- * ioredis 5 keeps a `socketTimeout` timer armed by a connection that closed before any reply, and
- * when it fires it destroys the connection made since (redis/ioredis#2147, fixed in ioredis 6):
- * every reset would cost a second one. The timer goes with the connection that armed it.
+ * Drops a connection that has replies due and has received nothing for `timeoutMs` (a black hole,
+ * a half-open connection), as ioredis' `socketTimeout` would; ioredis then connects again. Not
+ * `socketTimeout` itself: it arms a timer and a listener for every reply (about 2% of an
+ * instance's CPU when a burst goes through Redis, in a profile), and ioredis 5 leaves one armed
+ * past a reset, which then destroys the next connection (redis/ioredis#2147). Here each connection
+ * has one `data` listener, and one timer per client looks 32 times per `timeoutMs` (a length
+ * check): a silent connection goes between `timeoutMs` and `timeoutMs` + a sixteenth of it after
+ * its oldest reply was due, never before.
  */
-function dropStaleSocketTimeout(client: Redis): void {
-  client.on('close', () => {
-    const internal = client as unknown as { socketTimeoutTimer?: ReturnType<typeof setTimeout> };
-    if (internal.socketTimeoutTimer === undefined) return;
-    clearTimeout(internal.socketTimeoutTimer);
-    internal.socketTimeoutTimer = undefined;
+function dropSilentConnections(client: Redis, timeoutMs: number): void {
+  timeouts.set(client, timeoutMs);
+  let lastData = Date.now();
+  // Since when, as far as the checks saw, replies have been due without a pause.
+  let dueSince: number | undefined;
+  const heard = () => (lastData = Date.now());
+  client.on('connect', () => {
+    lastData = Date.now();
+    dueSince = undefined;
+    client.stream.on('data', heard);
   });
+  const timer = setInterval(
+    () => {
+      if (client.commandQueue.length === 0) return void (dueSince = undefined);
+      const now = Date.now();
+      dueSince ??= now;
+      if (now - Math.max(dueSince, lastData) < timeoutMs) return;
+      dueSince = undefined;
+      client.stream.destroy(new Error(`${SILENT}: no data for ${timeoutMs} ms while replies were due`));
+    },
+    Math.max(10, Math.floor(timeoutMs / 32)),
+  );
+  timer.unref?.();
+  client.once('end', () => clearInterval(timer));
 }
+
+/** The timeout each client made here drops a silent connection after, for its duplicates. */
+const timeouts = new WeakMap<Redis, number>();
 
 /**
  * `client.duplicate(options)` (a subscriber connection) with {@link createRedisClient}'s repairs,
@@ -141,7 +168,8 @@ function dropStaleSocketTimeout(client: Redis): void {
  */
 export function duplicateClient(client: Redis, options: RedisOptions): Redis {
   const duplicate = client.duplicate({ ...(managed.has(client) ? { enableOfflineQueue: false } : {}), ...options });
-  dropStaleSocketTimeout(duplicate);
+  const timeoutMs = timeouts.get(client);
+  if (timeoutMs !== undefined) dropSilentConnections(duplicate, timeoutMs);
   return duplicate;
 }
 
