@@ -296,13 +296,17 @@ describe.each(inProcessAdapters)('hibernation: $name', (adapter) => {
   it('ends the session when its server cannot be restored: 500 with a JSON-RPC error now, 404 next, and the process goes on', async () => {
     const h = harness();
     const factory = h.options.server!;
+    // Only the one session's restore fails, once it is open: with `hibernateAfterMs: 0` a session
+    // can be let go between its `initialize` and its `initialized` notification, and restored then.
+    const broken = new Set<string>();
     h.options.server = (context) => {
-      if (context.restoring) throw new Error('database gone');
+      if (context.restoring && broken.has(context.sessionId!)) throw new Error('database gone');
       return factory(context);
     };
     sut = await adapter.start(h.options);
     const api = http(sut.url);
-    const { headers } = await openSession(api);
+    const { sessionId, headers } = await openSession(api);
+    broken.add(sessionId);
     await h.asleep(sut.inProcess!.handler);
     const failed = await errorOf(await api.post(callTool(2, 'whoami'), headers));
     expect(failed.status).toBe(500);
