@@ -76,23 +76,27 @@ function ensureSystemPackages() {
 
 /**
  * Test files moved out of the vitest lane, or between the others, so the four lanes end about
- * together: seconds in the fresh clone's run of 95fcad2 (lanes: vitest 598, checks 619, outages
- * 466, shared outages 556; wall clock 719): load 39 and retry-pace 23 (vitest lane); fuzz 12 and
- * 11, modern 22, isolation 18 and verdict 22; redis-cluster 46, live-streams 47, tasks-chaos 26.
+ * together: seconds in the fresh clone's run of 52fd37a (lanes: vitest 575, checks 501 of which
+ * bench --short 170, outages 557, shared outages 553; wall clock 661), before bench --short ran
+ * half its servers (~90 s less in the checks lane): load 42, retry-pace 23, rolling-restart 54,
+ * shared-lost-stream 19, verdict 22 and tasks-chaos 27 (now in the checks lane); fuzz 31 and 21,
+ * modern 12, isolation 31; redis-cluster 56, live-streams 43.
  */
-const CHECKS_LANE_TESTS = ['tests/reliability/load.test.ts', 'tests/cluster/retry-pace.test.ts'];
+const CHECKS_LANE_TESTS = [
+  'tests/reliability/load.test.ts',
+  'tests/cluster/retry-pace.test.ts',
+  'tests/cluster/rolling-restart.test.ts',
+  'tests/faults/shared-lost-stream.test.ts',
+  'packages/bench/test/verdict.test.ts',
+  'tests/reliability/tasks-chaos.test.ts',
+];
 const AFTER_OUTAGES_TESTS = [
   'tests/reliability/fuzz.test.ts',
   'tests/reliability/fuzz-modern.test.ts',
   'tests/behaviour/modern.test.ts',
   'tests/reliability/isolation.test.ts',
-  'packages/bench/test/verdict.test.ts',
 ];
-const AFTER_SHARED_OUTAGES_TESTS = [
-  'tests/cluster/redis-cluster.test.ts',
-  'packages/redis/test/live-streams.test.ts',
-  'tests/reliability/tasks-chaos.test.ts',
-];
+const AFTER_SHARED_OUTAGES_TESTS = ['tests/cluster/redis-cluster.test.ts', 'packages/redis/test/live-streams.test.ts'];
 
 /**
  * The outages (issue 27) and the other fault suites that mostly wait (for Redis to come back, a
