@@ -122,3 +122,33 @@ it('a forwarding cluster answering with JSON: an owner that crashes as it reads 
   expect(JSON.parse(text)).toMatchObject({ id: 3, result: { content: [{ type: 'text', text: 'worked (run 2)' }] } });
   expect(tool.runs).toBe(2);
 }, 30_000);
+
+it('a forwarding cluster answering with JSON: a call a draining instance hands over to a peer that dies while its tool runs is answered 502, not 503 with Retry-After, and not run again', async () => {
+  const { tool, build } = workTool();
+  const keyPrefix = 'json-hand-over-crash:';
+  const a = await startExpressNode({ redisUrl: redis.url, mode: 'forward', keyPrefix, server: build, jsonResponse: true });
+  nodes.push(a);
+  const b = await startExpressNode({ redisUrl: redis.url, mode: 'forward', keyPrefix, server: build, jsonResponse: true });
+  nodes.push(b);
+  const init = await fetch(a.url, { method: 'POST', headers: HEADERS, body: JSON.stringify(initializeRequest(1)) });
+  const sessionId = init.headers.get('mcp-session-id')!;
+  await init.text();
+  const headers = { ...HEADERS, 'mcp-session-id': sessionId };
+  const post = (body: unknown) => fetch(a.url, { method: 'POST', headers, body: JSON.stringify(body) });
+  expect((await post({ jsonrpc: '2.0', method: 'notifications/initialized' })).status).toBe(202);
+  // A drains: its idle session is handed off, and what its clients send next goes to B.
+  await a.handler.drain({ deadlineMs: 5_000 });
+
+  const call = post(callTool(2, 'work'));
+  await tool.started;
+  await b.crash();
+  const response = await call;
+  const text = await response.text();
+
+  expect(tool.runs).toBe(1);
+  // B took the call and may have run it: sent again (a 503's Retry-After invites a client or a
+  // proxy to), it would run a second time wherever the session is restored.
+  expect(response.status, text).toBe(502);
+  expect(response.headers.get('retry-after')).toBeNull();
+  expect(JSON.parse(text)).toMatchObject({ jsonrpc: '2.0', id: 2, error: { message: expect.stringContaining('not run again') } });
+}, 30_000);

@@ -1,11 +1,11 @@
 import { ErrorCode, reject, sendRejection } from '../http/errors.js';
-import { readableId } from '../http/messages.js';
 import { principalOf } from '../http/rules.js';
 import type { SessionOwner } from '../ports/cluster.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
+import { forwardFailure, idOf, notRunAgain, runsWork } from './forward-failure.js';
 import { handOver } from './hand-over.js';
 import type { ClusterState } from './state.js';
 import { restore } from './locate.js';
@@ -39,16 +39,7 @@ export async function forward(
     return 'relayed';
   } catch (error) {
     ctx.options.onError(asError(error, `forwarding to instance ${owner.instanceId} failed`));
-    const { maybeReceived, requestSent, received } = (error ?? {}) as {
-      maybeReceived?: unknown;
-      requestSent?: unknown;
-      received?: unknown;
-    };
-    if (maybeReceived === true || received === true) return 'unanswered';
-    // With JSON answers an owner sends nothing until its calls are done: unless it is known to say
-    // when it takes a request (`received: false`), a connection that broke after the request went
-    // out may have broken under a call that ran (the owner died).
-    return requestSent === true && received !== false && ctx.options.jsonResponse ? 'unanswered' : 'unsent';
+    return forwardFailure(error, ctx.options.jsonResponse === true);
   }
 }
 
@@ -81,30 +72,12 @@ export async function forwardOrTakeOver(
     }
   }
   if (forwarded === 'unanswered' && runsWork(req)) {
-    const message =
-      'Bad Gateway: the server instance that owns this session did not answer (it stopped answering, or its connection broke while it held the request); it may have received the request, so it is not run again on another instance';
-    // No Retry-After: sent again, the request could run twice after all (on the owner, once back).
-    sendRejection(res, reject(502, ErrorCode.ServerError, message), idOf(body));
+    sendRejection(res, notRunAgain('the server instance that owns this session'), idOf(body));
     return undefined;
   }
   const message = 'Bad Gateway: the server instance that owns this session did not answer; retry later';
   sendRejection(res, reject(502, ErrorCode.ServerError, message, { 'retry-after': '1' }));
   return undefined;
-}
-
-/** A `POST` carries messages whose handlers run (a tool call, an answer to the server): served twice, they would run twice. */
-function runsWork(req: CoreRequest): boolean {
-  return req.method.toUpperCase() === 'POST';
-}
-
-/** The id of a single request in `body`, for its error answer. */
-function idOf(body: string | undefined): string | number | undefined {
-  if (body === undefined) return undefined;
-  try {
-    return readableId(JSON.parse(body));
-  } catch {
-    return undefined;
-  }
 }
 
 /** Waits until the cluster stops naming `instanceId` as the session's owner; `false` if it still does after `ownerTimeoutMs`. */

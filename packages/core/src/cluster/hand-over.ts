@@ -4,6 +4,7 @@ import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import { draining } from '../engine/drain.js';
+import { forwardFailure, idOf, notRunAgain, runsWork } from './forward-failure.js';
 import { fromPeer } from './from-peer.js';
 import type { ClusterState } from './state.js';
 
@@ -22,7 +23,8 @@ export function servedWhileDraining(layer: ClusterState, req: CoreRequest): bool
 /**
  * Moves a request that reached a draining instance to a live peer, after handing off the session
  * it names if that session is here and idle (the peer restores it). Without a peer: 503 with
- * `Retry-After`, and the client comes back once another instance is up.
+ * `Retry-After`, and the client comes back once another instance is up; the same when the peer
+ * could not be reached, but a `POST` the peer may have received and run is answered 502.
  */
 export async function handOver(
   layer: ClusterState,
@@ -53,6 +55,9 @@ export async function handOver(
     await forwarding.finally(() => layer.handingOver.delete(forwarding));
   } catch (error) {
     ctx.options.onError(asError(error, `handing a request over to instance ${peer.instanceId} failed`));
+    // The peer may have run it: as a forward to an owner (cluster/forward.ts), never invited again.
+    if (runsWork(req) && forwardFailure(error, ctx.options.jsonResponse === true) === 'unanswered')
+      return sendRejection(res, notRunAgain('the server instance this request was handed over to'), idOf(body));
     sendRejection(res, draining(ctx));
   }
 }
