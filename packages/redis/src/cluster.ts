@@ -141,6 +141,16 @@ return out`,
   1,
 );
 
+// KEYS: the generation key. ARGV: a new generation. Returns the generation, made with ARGV[1] if
+// there was none: in one step, since Redis may lose its data again between a SET NX and a GET.
+const GENERATION = new LuaScript(
+  `local current = redis.call('GET', KEYS[1])
+if current then return current end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]`,
+  1,
+);
+
 // KEYS: none (the keys are built from ARGV[3] and ARGV[5]). ARGV: me, ttl, owner key prefix,
 // whether Redis lost its data since these records were last written ('1') or not ('0'), the
 // prefix of the instances' taken sets, then (session id, record) pairs.
@@ -888,7 +898,8 @@ export class RedisSessionCluster implements SessionCluster {
     const lostData = all && (await this.redisLostData());
     // Back after our key expired, with Redis' data intact (or at a refresh), a missing owner record
     // was ended or handed off on purpose, not lost with Redis: it is not brought back (see fence.ts).
-    const dataLost = this.generation !== this.recordsGeneration ? '1' : '0';
+    // Never written in a known generation yet: any record missing now may have gone with Redis.
+    const dataLost = this.recordsGeneration === undefined || this.generation !== this.recordsGeneration ? '1' : '0';
     if (lostData && this.shared) await this.rewriteRecords();
     const due = [...this.owned].filter(([, o]) => all || now - o.refreshedAt > this.ownerTtlMs / 2);
     // Compare-and-set, never a blind write: a session a peer took over stays the peer's (issue 20, item 1).
@@ -926,15 +937,10 @@ export class RedisSessionCluster implements SessionCluster {
    * key without TTL, made by the first instance to find it missing, changes then.
    */
   private async redisLostData(): Promise<boolean> {
-    const key = `${this.prefix}generation`;
-    let current = await this.client.get(key);
-    if (current === null) {
-      await this.client.set(key, randomUUID(), 'NX');
-      current = await this.client.get(key);
-    }
+    const current = (await GENERATION.run(this.client, [this.generationKey(), randomUUID()])) as string;
     const lost = this.generation === undefined || current !== this.generation;
     if (lost && this.generation !== undefined) this.dataLostAt = Date.now();
-    this.generation = current ?? undefined;
+    this.generation = current;
     return lost;
   }
 
