@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `pnpm bench [--short] [--servers=a,b] [--workloads=x,y] [--no-docs] [--cpu-prof]`
+// `pnpm bench [--short] [--servers=a,b] [--workloads=x,y] [--no-next] [--no-docs] [--cpu-prof]`
 //
 // Starts every server in its own process, one at a time, drives it from this process with raw
 // Streamable HTTP (the SDK client only for the polling workload), prints the tables, writes the
@@ -93,15 +93,19 @@ const WORKLOADS = [
 ];
 
 function parseArgs(argv) {
-  const args = { short: false, docs: true, cpuProf: false, servers: undefined, workloads: undefined };
+  const args = { short: false, docs: true, next: true, cpuProf: false, servers: undefined, workloads: undefined };
   for (const a of argv) {
     if (a === '--short') args.short = true;
     else if (a === '--no-docs') args.docs = false;
+    // Without the servers on `next start`, and so without building the bench's Next app (what
+    // npm test runs: that build is a minute of CPU on two cores; next-example's tests and
+    // conformance runs cover the Next adapter).
+    else if (a === '--no-next') args.next = false;
     else if (a === '--cpu-prof') args.cpuProf = true;
     else if (a.startsWith('--servers=')) args.servers = a.slice(10).split(',');
     else if (a.startsWith('--workloads=')) args.workloads = a.slice(12).split(',');
     else if (a === '--') continue;
-    else throw new Error(`unknown argument ${a}; use --short, --servers=a,b, --workloads=x,y, --no-docs, --cpu-prof`);
+    else throw new Error(`unknown argument ${a}; use --short, --servers=a,b, --workloads=x,y, --no-next, --no-docs, --cpu-prof`);
   }
   return args;
 }
@@ -156,7 +160,7 @@ function processCpuSeconds(pid) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const config = args.short ? SHORT : FULL;
-  const servers = SERVERS.filter((s) => !args.servers || args.servers.includes(s.name));
+  const servers = SERVERS.filter((s) => (!args.servers || args.servers.includes(s.name)) && (args.next || !s.next));
   const workloads = WORKLOADS.filter((w) => !args.workloads || args.workloads.includes(w.name));
   if (servers.some((s) => s.next)) ensureNextBuild();
   const profileDir = join(REPO_ROOT, 'results', 'profiles');
@@ -228,7 +232,9 @@ async function main() {
     run.load[workload.name] = loadOver(before, hostCpu(), own);
   }
   run.load.total = loadOver(runHost, hostCpu(), runOwn);
-  run.reference = { mcpServerHeapBytes: await mcpServerHeapBytes('v1'), mcpServerV2HeapBytes: await mcpServerHeapBytes('v2') };
+  // What one McpServer costs (500 built per SDK, ~2 CPU-s): for the full run's memory table only.
+  if (!args.short)
+    run.reference = { mcpServerHeapBytes: await mcpServerHeapBytes('v1'), mcpServerV2HeapBytes: await mcpServerHeapBytes('v2') };
   run.finishedAt = new Date().toISOString();
 
   const tables = renderTables(run);
@@ -240,7 +246,7 @@ async function main() {
   console.log(`raw results: ${file}`);
   const failures = judgeFailures(run.results, { short: args.short, servers });
   const anyFailed = failures.fatal.length + failures.reported.length > 0;
-  if (!args.short && args.docs && !args.servers && !args.workloads && !anyFailed) {
+  if (!args.short && args.docs && args.next && !args.servers && !args.workloads && !anyFailed) {
     mkdirSync(join(REPO_ROOT, 'docs'), { recursive: true });
     writeFileSync(join(REPO_ROOT, 'docs', 'benchmarks.md'), renderMarkdown(run));
     console.log('wrote docs/benchmarks.md');

@@ -482,7 +482,7 @@ export function renderMarkdown(run) {
 
 mcp-kit against the SDK's own transports (v1 and v2) and bare \`node:http\`, in one run on one machine. Numbers
 are from the last full run; rerun with the command below. The benchmark is not a test: its CI
-mode, \`pnpm bench --short\` (a minute or two), only checks that it still runs, never a timing.
+mode, \`pnpm bench --short --no-next\` (a minute or two), only checks that it still runs, never a timing.
 
 - **Command**: \`${run.command}\` (from the repository root, after \`npx -y pnpm@10.34.9 build\`)
 - **When**: ${run.startedAt} – ${run.finishedAt}

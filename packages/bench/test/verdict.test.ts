@@ -99,3 +99,12 @@ describe('pnpm bench exit code, end to end', { timeout: 120_000 }, () => {
     expect(code).toBe(1);
   });
 });
+
+describe('pnpm bench --no-next', { timeout: 120_000 }, () => {
+  it('leaves out the servers on next start, and so never builds the bench Next app', async () => {
+    const { code, stdout } = await bench(['--short', '--no-next', '--servers=bare,kit-next', '--workloads=burst'], '');
+    expect(stdout).toMatch(/burst\s+bare\s+done/);
+    expect(stdout).not.toMatch(/kit-next|building the bench Next app/);
+    expect(code).toBe(0);
+  });
+});
