@@ -37,6 +37,7 @@ const OUTAGES =
       ]
     : [
         { downMs: 1_000, aof: true },
+        { downMs: 1_000, aof: false },
         { downMs: 5_000, aof: true },
         { downMs: 5_000, aof: false },
         { downMs: 30_000, aof: true },
