@@ -55,21 +55,25 @@ function workTool() {
   return { tool, build };
 }
 
+/** Two instances A and B on one Redis (forwarding), and a session initialized on A: its headers. */
+async function sessionOnPair(keyPrefix: string, build: () => McpServer, jsonResponse: boolean) {
+  const a = await startExpressNode({ redisUrl: redis.url, mode: 'forward', keyPrefix, server: build, jsonResponse });
+  nodes.push(a);
+  const b = await startExpressNode({ redisUrl: redis.url, mode: 'forward', keyPrefix, server: build, jsonResponse });
+  nodes.push(b);
+  const init = await fetch(a.url, { method: 'POST', headers: HEADERS, body: JSON.stringify(initializeRequest(1)) });
+  const sessionId = init.headers.get('mcp-session-id')!;
+  await init.text();
+  return { a, b, headers: { ...HEADERS, 'mcp-session-id': sessionId } };
+}
+
 describe.each([
   { answers: 'JSON', jsonResponse: true },
   { answers: 'SSE', jsonResponse: false },
 ])('a forwarding cluster answering with $answers: the owner dies while its tool runs a forwarded call', ({ jsonResponse }) => {
   it('the instance that forwarded it does not run the tool again', async () => {
     const { tool, build } = workTool();
-    const keyPrefix = `json-owner-crash-${jsonResponse}:`;
-    const a = await startExpressNode({ redisUrl: redis.url, mode: 'forward', keyPrefix, server: build, jsonResponse });
-    nodes.push(a);
-    const b = await startExpressNode({ redisUrl: redis.url, mode: 'forward', keyPrefix, server: build, jsonResponse });
-    nodes.push(b);
-    const init = await fetch(a.url, { method: 'POST', headers: HEADERS, body: JSON.stringify(initializeRequest(1)) });
-    const sessionId = init.headers.get('mcp-session-id')!;
-    await init.text();
-    const headers = { ...HEADERS, 'mcp-session-id': sessionId };
+    const { a, b, headers } = await sessionOnPair(`json-owner-crash-${jsonResponse}:`, build, jsonResponse);
     const initialized = await fetch(a.url, {
       method: 'POST',
       headers,
@@ -99,15 +103,7 @@ describe.each([
 it('a forwarding cluster answering with JSON: an owner that crashes as it reads a forwarded call, before running it, leaves it to be served once where the session is restored', async () => {
   const { tool, build } = workTool();
   tool.runs = 1; // no run hangs: every run answers
-  const keyPrefix = 'json-owner-unread:';
-  const a = await startExpressNode({ redisUrl: redis.url, mode: 'forward', keyPrefix, server: build, jsonResponse: true });
-  nodes.push(a);
-  const b = await startExpressNode({ redisUrl: redis.url, mode: 'forward', keyPrefix, server: build, jsonResponse: true });
-  nodes.push(b);
-  const init = await fetch(a.url, { method: 'POST', headers: HEADERS, body: JSON.stringify(initializeRequest(1)) });
-  const sessionId = init.headers.get('mcp-session-id')!;
-  await init.text();
-  const headers = { ...HEADERS, 'mcp-session-id': sessionId };
+  const { a, b, headers } = await sessionOnPair('json-owner-unread:', build, true);
   const post = (body: unknown) => fetch(b.url, { method: 'POST', headers, body: JSON.stringify(body) });
   expect((await post({ jsonrpc: '2.0', method: 'notifications/initialized' })).status).toBe(202);
   // A request forwarded to A before: B has heard A say it took one (see CoreResponder.acknowledge).
@@ -125,15 +121,7 @@ it('a forwarding cluster answering with JSON: an owner that crashes as it reads 
 
 it('a forwarding cluster answering with JSON: a call a draining instance hands over to a peer that dies while its tool runs is answered 502, not 503 with Retry-After, and not run again', async () => {
   const { tool, build } = workTool();
-  const keyPrefix = 'json-hand-over-crash:';
-  const a = await startExpressNode({ redisUrl: redis.url, mode: 'forward', keyPrefix, server: build, jsonResponse: true });
-  nodes.push(a);
-  const b = await startExpressNode({ redisUrl: redis.url, mode: 'forward', keyPrefix, server: build, jsonResponse: true });
-  nodes.push(b);
-  const init = await fetch(a.url, { method: 'POST', headers: HEADERS, body: JSON.stringify(initializeRequest(1)) });
-  const sessionId = init.headers.get('mcp-session-id')!;
-  await init.text();
-  const headers = { ...HEADERS, 'mcp-session-id': sessionId };
+  const { a, b, headers } = await sessionOnPair('json-hand-over-crash:', build, true);
   const post = (body: unknown) => fetch(a.url, { method: 'POST', headers, body: JSON.stringify(body) });
   expect((await post({ jsonrpc: '2.0', method: 'notifications/initialized' })).status).toBe(202);
   // A drains: its idle session is handed off, and what its clients send next goes to B.
