@@ -18,7 +18,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
@@ -64,11 +64,11 @@ function docFiles() {
   return files;
 }
 
-/** Each command line of each shell block: `{ command, where }` (`file:line`). */
+/** Each command line of each shell block of `files` (relative to the repository, or absolute): `{ command, where }` (`file:line`). */
 export function documentedCommands(files = docFiles()) {
   const found = [];
   for (const file of files) {
-    const lines = readFileSync(join(root, file), 'utf8').split('\n');
+    const lines = readFileSync(resolve(root, file), 'utf8').split('\n');
     let inShell = false;
     let pending = '';
     for (const [i, line] of lines.entries()) {
