@@ -40,11 +40,12 @@ const LAYERS = [
   {
     name: 'entry',
     holds:
-      'the handler, the public and internal entries (and what the internal one reports of a handler), the bridges to node and fetch, the OpenTelemetry plugin',
+      'the handler, the public, node-only and internal entries (and what the internal one reports of a handler), the bridges to node and fetch, the OpenTelemetry plugin',
     paths: [
       'handler\\.ts$',
       'index\\.ts$',
       'internal\\.ts$',
+      'node\\.ts$',
       'retained\\.ts$',
       'bridges/',
       'telemetry/(request|otel|otel-metrics|otel-connections)\\.ts$',

@@ -10,11 +10,13 @@ export default defineConfig({
     alias: [
       { find: /^@mcp-kit\/core$/, replacement: src('core') },
       { find: /^@mcp-kit\/core\/internal$/, replacement: src('core', 'internal') },
+      { find: /^@mcp-kit\/core\/node$/, replacement: src('core', 'node') },
       { find: /^@mcp-kit\/core\/otel$/, replacement: src('core', 'telemetry/otel') },
       { find: /^@mcp-kit\/express$/, replacement: src('express') },
       { find: /^@mcp-kit\/fixtures$/, replacement: src('fixtures') },
       { find: /^@mcp-kit\/fixtures\/example-app$/, replacement: src('fixtures', 'example-app') },
       { find: /^@mcp-kit\/next$/, replacement: src('next') },
+      { find: /^@mcp-kit\/next\/shutdown$/, replacement: src('next', 'shutdown') },
       { find: /^@mcp-kit\/koa$/, replacement: src('koa') },
       { find: /^@mcp-kit\/redis$/, replacement: src('redis') },
     ],

@@ -150,9 +150,9 @@ const SHARED_OUTAGE_TESTS = [
 /**
  * `npm test`. After install and build, four lanes run at once on the machine's two cores: vitest
  * (one worker: its files start servers and wait on them); the checks that need no vitest
- * (typecheck, lint, the bench's short mode, the conformance suite against every example app);
- * the outages and fault suites that mostly wait; the outages and the cluster suites in a shared
- * cluster. Each lane ends with a few test files that balance the lanes.
+ * (typecheck, lint, the bench's short mode, the conformance suite against every example app,
+ * every command the docs show: scripts/doc-commands.mjs); the outages and fault suites that mostly
+ * wait; the outages and the cluster suites in a shared cluster. Each lane ends with a few test files that balance the lanes.
  * Every stage runs to its end whatever another did; the closing line counts vitest's tests plus one
  * per bench and conformance run, and a failed typecheck or lint counts as a failure.
  */
@@ -217,6 +217,9 @@ async function test() {
       // its Next servers, whose app would be built for it: next-example covers the Next adapter).
       { name: 'bench --short --no-next', cmd: pnpm.cmd, args: [...pnpm.args, 'run', 'bench', '--short', '--no-next'], counts: 'one' },
       ...conformanceStages(),
+      // Every command a README or a doc tells a user to run, in its short form (the demos with
+      // --once, the example apps until they answer): ~2.5 min, mostly waiting on the demos' timers.
+      { name: 'doc commands', cmd: 'node', args: ['scripts/doc-commands.mjs'], counts: 'vitest', report: 'results/doc-commands.json' },
       stage('vitest (checks lane)', 'vitest-checks', CHECKS_LANE_TESTS),
     ],
     outages: [

@@ -1,7 +1,8 @@
 import express from 'express';
 import { createMcpHandler } from '@mcp-kit/core';
+import { shutdownGracefully } from '@mcp-kit/core/node';
 import { mcpAuthMetadata, mcpExpress } from '@mcp-kit/express';
-import { exampleApp, shutdownGracefully } from '@mcp-kit/fixtures/example-app';
+import { exampleApp, shutdownOptions } from '@mcp-kit/fixtures/example-app';
 import { mountLivePage } from './live/mount.js';
 
 // PORT, HOST, MCP_SDK, REDIS_URL (scale-out), HIBERNATE_MS, INSTANCE_NAME, …: see
@@ -32,4 +33,5 @@ const server = app.listen(example.port, example.host, (error?: Error) => {
   console.error(`${example.name}: cannot listen on ${example.host}:${example.port}: ${error.message}`);
   process.exit(1);
 });
-shutdownGracefully(example, mcp, { server });
+// SIGTERM (a deploy) or SIGINT: drain, stop listening, close the handler, exit (DRAIN_MS, CLOSE_GRACE_MS).
+shutdownGracefully(server, mcp, shutdownOptions(example));

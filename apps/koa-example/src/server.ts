@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import { createMcpHandler } from '@mcp-kit/core';
-import { exampleApp, shutdownGracefully } from '@mcp-kit/fixtures/example-app';
+import { shutdownGracefully } from '@mcp-kit/core/node';
+import { exampleApp, shutdownOptions } from '@mcp-kit/fixtures/example-app';
 import { mcpKoa } from '@mcp-kit/koa';
 
 // PORT, HOST, MCP_SDK, REDIS_URL (scale-out), HIBERNATE_MS, INSTANCE_NAME, …: see
@@ -20,4 +21,5 @@ app.use(mcpKoa(mcp, { path: '/mcp' }));
 
 await example.ready();
 const server = app.listen(example.port, example.host, () => console.log(example.describe()));
-shutdownGracefully(example, mcp, { server });
+// SIGTERM (a deploy) or SIGINT: drain, stop listening, close the handler, exit (DRAIN_MS, CLOSE_GRACE_MS).
+shutdownGracefully(server, mcp, shutdownOptions(example));

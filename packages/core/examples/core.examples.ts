@@ -13,6 +13,7 @@ import {
   toFetchHandler,
   type TokenVerifier,
 } from '@mcp-kit/core';
+import { shutdownGracefully } from '@mcp-kit/core/node';
 import { mcpAuthMetadata, mcpExpress } from '@mcp-kit/express';
 
 declare function buildServer(): McpServer;
@@ -70,11 +71,13 @@ export function taskToolExample(): void {
   //#endregion taskTool
 }
 
-declare const httpServer: { close(callback: () => void): void };
+declare const httpServer: import('node:http').Server;
 const mcp = createMcpHandler({ server: () => buildServer() });
 
 export function drainExample(): void {
   //#region drain
+  // On SIGTERM: drain, stop listening, close, exit. `shutdownGracefully` from `@mcp-kit/core/node`
+  // does it in one call (with Connection: close on every answer and a grace for open connections).
   process.on('SIGTERM', async () => {
     await mcp.drain({ deadlineMs: 25_000 }); // work moves to the other instances
     httpServer.close(async () => {
@@ -83,6 +86,13 @@ export function drainExample(): void {
     });
   });
   //#endregion drain
+}
+
+export function shutdownGracefullyExample(): void {
+  //#region shutdownGracefully
+  const server = app.listen(3000);
+  shutdownGracefully(server, mcp, { deadlineMs: 25_000 }); // drain, close, exit on SIGTERM/SIGINT
+  //#endregion shutdownGracefully
 }
 
 export function authExample(): void {

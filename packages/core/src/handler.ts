@@ -87,6 +87,8 @@ export class McpHandler {
    *
    * @example
    * ```ts source="../examples/core.examples.ts#drain"
+   * // On SIGTERM: drain, stop listening, close, exit. `shutdownGracefully` from `@mcp-kit/core/node`
+   * // does it in one call (with Connection: close on every answer and a grace for open connections).
    * process.on('SIGTERM', async () => {
    *   await mcp.drain({ deadlineMs: 25_000 }); // work moves to the other instances
    *   httpServer.close(async () => {

@@ -28,3 +28,10 @@ export const { GET, POST, DELETE, PUT, PATCH } = mcpNext(mcp);
 export const runtime = 'nodejs'; // sessions and streams need the Node.js runtime
 export const dynamic = 'force-dynamic'; // never prerender or cache an MCP endpoint
 //#endregion mcpNext
+
+//#region drainOnShutdown
+// instrumentation.ts
+export async function register() {
+  if (process.env.NEXT_RUNTIME === 'nodejs') (await import('@mcp-kit/next/shutdown')).drainOnShutdown('mcp');
+}
+//#endregion drainOnShutdown

@@ -1,4 +1,5 @@
 import { toFetchHandler, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
+import { cacheKey } from './cache.js';
 
 export interface McpNextOptions {
   /**
@@ -155,8 +156,7 @@ function nextAfter(work: Promise<void>): void {
  */
 export function getOrCreate<T>(name: string, create: () => T): T {
   const cache = globalThis as unknown as Record<symbol, T | undefined>;
-  const key = Symbol.for(`@mcp-kit/next:${name}`);
-  return (cache[key] ??= create());
+  return (cache[cacheKey(name)] ??= create());
 }
 
 export type { McpHandler } from '@mcp-kit/core';

@@ -12,7 +12,7 @@ export function draining(ctx: EngineContext): Rejection {
 
 /**
  * `McpHandler.drain`: the instance stops taking work and lets its sessions go to other instances
- * (see the README's rolling deploys). Clients that poll are sent away at once (their connections
+ * (see docs/scaling-out.md). Clients that poll are sent away at once (their connections
  * end with the retry hint; they resume on another instance, which follows the calls still running
  * here from the shared store); idle sessions are handed off as soon as they are idle; at the
  * deadline whatever is left is handed off too (a call still running is lost, and its client hears

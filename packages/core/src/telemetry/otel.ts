@@ -44,7 +44,7 @@ export interface OpenTelemetryOptions {
  * slow-reader cuts, forwards, store latency, tasks, requests per protocol era) and one span per
  * HTTP request (MCP method, tool, era, the session id only as a salted hash). Call it once the
  * OpenTelemetry SDK is set up; returns the function that stops recording. Names, units and
- * attributes: see the README's "Observability" section.
+ * attributes: see docs/observability.md.
  *
  * @example
  * ```ts source="../../examples/otel.examples.ts#instrumentOpenTelemetry"
