@@ -55,13 +55,21 @@ export interface RedisClientOptions {
  */
 export function createRedisClient(target: string | RedisSentinelTarget, options: RedisClientOptions = {}): Redis {
   const commandTimeoutMs = options.commandTimeoutMs ?? 2_000;
-  const settings: RedisOptions = {
+  // ioredis 5's RedisOptions has no `maintNotifications`, and ignores it; ioredis 6 reads it.
+  const settings: RedisOptions & { maintNotifications?: 'disabled' } = {
     enableOfflineQueue: false,
     // In-flight commands fail at the first disconnect instead of being replayed later, out of order.
     maxRetriesPerRequest: 0,
     commandTimeout: commandTimeoutMs,
     retryStrategy: (times) => Math.min(100 * times, 2_000),
     connectionName: options.connectionName,
+    // ioredis 6 registers for Smart Client Handoff notices (RESP3 pushes of Redis Enterprise and
+    // Redis Cloud) by default. Inside an announced maintenance it lets a command wait 10 s, not
+    // `commandTimeoutMs`; on MOVING it pauses writes, which fail at once without an offline queue,
+    // and swaps the socket under the client, where dropSilentConnections no longer hears it. Off:
+    // the server closes the connection when the maintenance moves it, and that reset is ridden out
+    // like any other (rideOutReconnects).
+    maintNotifications: 'disabled',
   };
   const client =
     typeof target === 'string'
