@@ -181,6 +181,26 @@ export function duplicateClient(client: Redis, options: RedisOptions): Redis {
   return duplicate;
 }
 
+/**
+ * Refuses a client the user passes whose settings change what the kit writes or reads, with a
+ * `TypeError` naming the setting (`where` is the caller): with `keyPrefix`, ioredis prefixes the
+ * keys a script is given but not the keys the scripts build from them nor the channels they publish
+ * on (a deleted session's streams stayed, live tails heard nothing); with `stringNumbers`, integer
+ * replies come as strings where the kit compares numbers (every replay answered "unknown").
+ */
+export function checkClient(client: Redis, where: string): void {
+  const { keyPrefix, stringNumbers } = client.options;
+  if (keyPrefix)
+    throw new TypeError(
+      `${where}: the ioredis client has \`keyPrefix\` ${JSON.stringify(keyPrefix)}, which the kit's scripts and channels would not all get: ` +
+        "make the client without it and give the kit's own `keyPrefix` option instead",
+    );
+  if (stringNumbers)
+    throw new TypeError(
+      `${where}: the ioredis client has \`stringNumbers\` on, but the kit reads Redis' integer replies as numbers: make the client without it`,
+    );
+}
+
 /** Resolves once `client` is connected; with `timeoutMs`, rejects after that long. */
 export function whenReady(client: Redis, timeoutMs?: number): Promise<void> {
   if (client.status === 'ready') return Promise.resolve();

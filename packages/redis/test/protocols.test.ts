@@ -53,6 +53,27 @@ it('the suite runs on the ioredis MCP_KIT_IOREDIS names (5 when unset)', () => {
   expect(IOREDIS_MAJOR).toBe(process.env.MCP_KIT_IOREDIS === '6' ? 6 : 5);
 });
 
+describe('what the kit refuses in a client the user made', () => {
+  // Each broke the EventStore contract before: with keyPrefix ioredis prefixes a script's KEYS but
+  // not the keys the scripts build nor the channels they publish on (deleteSession left the streams,
+  // live tails heard nothing); with stringNumbers every integer reply is a string (every replay
+  // answered "unknown").
+  for (const [option, value] of [
+    ['keyPrefix', 'app:'],
+    ['stringNumbers', true],
+  ] as const) {
+    it(`${option}: a TypeError at construction that names it and the kit's own option, before anything is written`, () => {
+      const client = userClient({ [option]: value, lazyConnect: true });
+      const refusal = new RegExp(`\\b${option}\\b.*${option === 'keyPrefix' ? "the kit's own `keyPrefix` option" : 'numbers'}`);
+      expect(() => new RedisEventStore({ client })).toThrow(refusal);
+      expect(() => new RedisTaskStore({ client })).toThrow(refusal);
+      expect(() => new RedisSessionCluster({ client, mode: 'shared' })).toThrow(refusal);
+      expect(() => createRedisScaleOut({ client, mode: 'shared' })).toThrow(/^createRedisScaleOut:/);
+      expect(client.status).toBe('wait');
+    });
+  }
+});
+
 for (const [index, { name, options, resp }] of CLIENTS.entries()) {
   describe(`a client the user made: ${name}`, () => {
     it(`speaks RESP${resp} to Redis`, async () => {
