@@ -1,7 +1,20 @@
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 const src = (pkg: string, file = 'index') => fileURLToPath(new URL(`./packages/${pkg}/src/${file}.ts`, import.meta.url));
+
+/**
+ * `MCP_KIT_IOREDIS=6 vitest run …` runs the tests on ioredis 6 (the root devDependency `ioredis6`)
+ * instead of the 5 the workspace builds against: the sources' `import 'ioredis'` through the alias
+ * below, and the processes the tests start (the built example apps) through scripts/ioredis6.mjs
+ * in NODE_OPTIONS, which they inherit.
+ */
+const ioredis6 = process.env.MCP_KIT_IOREDIS === '6';
+if (ioredis6) {
+  const hook = `--import=${fileURLToPath(new URL('./scripts/ioredis6.mjs', import.meta.url))}`;
+  if (!process.env.NODE_OPTIONS?.includes(hook)) process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} ${hook}`.trim();
+}
 
 export default defineConfig({
   resolve: {
@@ -19,6 +32,7 @@ export default defineConfig({
       { find: /^@mcp-kit\/next\/shutdown$/, replacement: src('next', 'shutdown') },
       { find: /^@mcp-kit\/koa$/, replacement: src('koa') },
       { find: /^@mcp-kit\/redis$/, replacement: src('redis') },
+      ...(ioredis6 ? [{ find: /^ioredis$/, replacement: createRequire(import.meta.url).resolve('ioredis6') }] : []),
     ],
   },
   test: {

@@ -1,5 +1,5 @@
 /**
- * A fault-injecting proxy in front of a real redis-server: it speaks enough RESP to count the
+ * A fault-injecting proxy in front of a real redis-server: it speaks enough RESP (2 and 3) to count the
  * commands each connection sends and answers a chosen share of them itself with an error, in
  * order with Redis' own replies, as a Redis that fails one command (OOM, a failover, a timeout)
  * would. A connection that subscribes is passed through untouched from then on (pushes have no
@@ -35,34 +35,67 @@ export interface RespFaultProxy {
    * forgot the flow; neither end hears of it). Connections made later are untouched. Returns how many.
    */
   blackHoleSubscribers(match: RegExp): number;
+  /**
+   * Sends `push`, one RESP3 push (`>…`), to every open connection that has not subscribed, after the
+   * replies Redis sent it so far, as Redis sends an out-of-band notification (a maintenance notice, a
+   * client-side caching invalidation). Returns how many connections it went to.
+   */
+  notify(push: string): number;
   /** How many open connections, not black-holed, subscribed to a channel `match` finds. */
   subscribers(match: RegExp): number;
   close(): Promise<void>;
 }
 
-/** Byte length of the complete RESP value at `at` in `buf`, or -1 if it is not all there yet. */
-function valueLength(buf: Buffer, at: number): number {
+/** RESP types whose value is the rest of their first line: RESP2's simple string, error and integer; RESP3's null, boolean, double and big number. */
+const LINE_TYPES = new Set(['+', '-', ':', '_', '#', ',', '(']);
+/** RESP types with a byte length and that many bytes: RESP2's bulk string; RESP3's blob error and verbatim string (`txt:` first). */
+const BLOB_TYPES = new Set(['$', '!', '=']);
+/** Aggregates of `n` values: RESP2's array; RESP3's set and push. */
+const LIST_TYPES = new Set(['*', '~', '>']);
+/** Aggregates of `n` key-value pairs: RESP3's map, and the attribute, which describes the value that follows it. */
+const PAIR_TYPES = new Set(['%', '|']);
+
+/**
+ * Byte length of the complete RESP2 or RESP3 value at `at` in `buf`, or -1 if it is not all there
+ * yet. An attribute (`|`) counts with the value it describes, as one value. Throws on a byte that
+ * starts no RESP type, and on RESP3's streamed strings and aggregates (`$?`, `*?`), which Redis never sends.
+ */
+export function respValueLength(buf: Buffer, at: number): number {
   if (at >= buf.length) return -1;
   const lineEnd = buf.indexOf('\r\n', at);
   if (lineEnd < 0) return -1;
   const type = String.fromCharCode(buf[at]!);
   const head = lineEnd + 2 - at;
-  if (type === '+' || type === '-' || type === ':') return head;
-  const n = Number(buf.toString('latin1', at + 1, lineEnd));
-  if (type === '$') {
-    if (n < 0) return head;
+  if (LINE_TYPES.has(type)) return head;
+  const items = LIST_TYPES.has(type) ? 1 : PAIR_TYPES.has(type) ? 2 : BLOB_TYPES.has(type) ? 0 : undefined;
+  if (items === undefined) throw new Error(`resp-faults: unexpected RESP type ${JSON.stringify(type)}`);
+  const size = buf.toString('latin1', at + 1, lineEnd);
+  const n = Number(size);
+  if (!Number.isInteger(n)) throw new Error(`resp-faults: unexpected length ${JSON.stringify(size)} of RESP type ${JSON.stringify(type)}`);
+  if (items === 0) {
+    if (n < 0) return head; // RESP2's null bulk string
     return lineEnd + 2 + n + 2 <= buf.length ? head + n + 2 : -1;
   }
-  if (type === '*') {
-    let length = head;
-    for (let i = 0; i < Math.max(n, 0); i++) {
-      const item = valueLength(buf, at + length);
-      if (item < 0) return -1;
-      length += item;
-    }
-    return length;
+  let length = head;
+  // An attribute's pairs, then the value it is about.
+  for (let i = 0; i < Math.max(items * n, 0) + (type === '|' ? 1 : 0); i++) {
+    const item = respValueLength(buf, at + length);
+    if (item < 0) return -1;
+    length += item;
   }
-  throw new Error(`resp-faults: unexpected RESP type ${JSON.stringify(type)}`);
+  return length;
+}
+
+/** Whether the complete value at `at` is a RESP3 push (out of band: no command's reply), past any attribute before it. */
+function isPush(buf: Buffer, at: number): boolean {
+  let value = at;
+  while (buf[value] === 0x7c /* | */) {
+    const lineEnd = buf.indexOf('\r\n', value);
+    let length = lineEnd + 2 - value;
+    for (let i = 0; i < 2 * Number(buf.toString('latin1', value + 1, lineEnd)); i++) length += respValueLength(buf, value + length);
+    value += length;
+  }
+  return buf[value] === 0x3e; /* > */
 }
 
 /** The command name of a RESP array of bulk strings (what clients send). */
@@ -88,6 +121,8 @@ export async function startRespFaultProxy(redisPort: number, seed = 1): Promise<
   let partitioned = false;
   /** Subscribed connections: what their first SUBSCRIBE said, how to drop them, whether they are black-holed. */
   const subscribed = new Map<Socket, { command: string; drop: () => void; dead: boolean }>();
+  /** Every open connection, for `notify`. */
+  const connections = new Set<{ notify: (push: Buffer) => boolean }>();
   let refuseSubscribe: RegExp | undefined;
   const self: RespFaultProxy = {
     url: '',
@@ -120,6 +155,14 @@ export async function startRespFaultProxy(redisPort: number, seed = 1): Promise<
       for (const s of hit) s.dead = true;
       return hit.length;
     },
+    notify(push) {
+      const frame = Buffer.from(push, 'latin1');
+      if (respValueLength(frame, 0) !== frame.length || !isPush(frame, 0))
+        throw new Error(`resp-faults: not one RESP3 push: ${JSON.stringify(push)}`);
+      let sent = 0;
+      for (const c of connections) if (c.notify(frame)) sent++;
+      return sent;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of [...sockets]) s.destroy();
@@ -143,13 +186,27 @@ export async function startRespFaultProxy(redisPort: number, seed = 1): Promise<
     const flush = () => {
       while (owed.length > 0 && owed[0]!.reply) client.write(owed.shift()!.reply!);
     };
+    /** A RESP3 push goes to the client after the replies Redis sent before it, not in a command's place. */
+    const outOfBand = (push: Buffer) => {
+      const pending = owed.findIndex((o) => o.reply === undefined);
+      owed.splice(pending < 0 ? owed.length : pending, 0, { reply: push });
+      flush();
+    };
+    const plain = {
+      notify: (push: Buffer) => {
+        if (sub) return false;
+        outOfBand(push);
+        return true;
+      },
+    };
+    connections.add(plain);
     client.on('data', (chunk: Buffer) => {
       if (sub?.dead) return;
       if (passThrough) return void upstream.write(chunk);
       fromClient = Buffer.concat([fromClient, chunk]);
       let at = 0;
       for (;;) {
-        const length = valueLength(fromClient, at);
+        const length = respValueLength(fromClient, at);
         if (length < 0) break;
         const name = commandName(fromClient, at);
         count(self.seen, name);
@@ -182,12 +239,13 @@ export async function startRespFaultProxy(redisPort: number, seed = 1): Promise<
       fromRedis = Buffer.concat([fromRedis, chunk]);
       let at = 0;
       for (;;) {
-        const length = valueLength(fromRedis, at);
+        const length = respValueLength(fromRedis, at);
         if (length < 0) break;
+        const reply = Buffer.from(fromRedis.subarray(at, at + length));
         const slot = owed.find((o) => o.reply === undefined);
-        const reply = fromRedis.subarray(at, at + length);
-        if (slot) slot.reply = Buffer.from(reply);
-        else client.write(reply); // a push on a connection that just subscribed
+        if (isPush(fromRedis, at)) outOfBand(reply);
+        else if (slot) slot.reply = reply;
+        else client.write(reply); // a RESP2 message on a connection that just subscribed
         at += length;
       }
       fromRedis = fromRedis.subarray(at);
@@ -199,6 +257,7 @@ export async function startRespFaultProxy(redisPort: number, seed = 1): Promise<
       sockets.delete(client);
       sockets.delete(upstream);
       subscribed.delete(client);
+      connections.delete(plain);
     }
     client.on('error', closeBoth);
     upstream.on('error', closeBoth);

@@ -55,13 +55,21 @@ export interface RedisClientOptions {
  */
 export function createRedisClient(target: string | RedisSentinelTarget, options: RedisClientOptions = {}): Redis {
   const commandTimeoutMs = options.commandTimeoutMs ?? 2_000;
-  const settings: RedisOptions = {
+  // ioredis 5's RedisOptions has no `maintNotifications`, and ignores it; ioredis 6 reads it.
+  const settings: RedisOptions & { maintNotifications?: 'disabled' } = {
     enableOfflineQueue: false,
     // In-flight commands fail at the first disconnect instead of being replayed later, out of order.
     maxRetriesPerRequest: 0,
     commandTimeout: commandTimeoutMs,
     retryStrategy: (times) => Math.min(100 * times, 2_000),
     connectionName: options.connectionName,
+    // ioredis 6 registers for Smart Client Handoff notices (RESP3 pushes of Redis Enterprise and
+    // Redis Cloud) by default. Inside an announced maintenance it lets a command wait 10 s, not
+    // `commandTimeoutMs`; on MOVING it pauses writes, which fail at once without an offline queue,
+    // and swaps the socket under the client, where dropSilentConnections no longer hears it. Off:
+    // the server closes the connection when the maintenance moves it, and that reset is ridden out
+    // like any other (rideOutReconnects).
+    maintNotifications: 'disabled',
   };
   const client =
     typeof target === 'string'
@@ -171,6 +179,26 @@ export function duplicateClient(client: Redis, options: RedisOptions): Redis {
   const timeoutMs = timeouts.get(client);
   if (timeoutMs !== undefined) dropSilentConnections(duplicate, timeoutMs);
   return duplicate;
+}
+
+/**
+ * Refuses a client the user passes whose settings change what the kit writes or reads, with a
+ * `TypeError` naming the setting (`where` is the caller): with `keyPrefix`, ioredis prefixes the
+ * keys a script is given but not the keys the scripts build from them nor the channels they publish
+ * on (a deleted session's streams stayed, live tails heard nothing); with `stringNumbers`, integer
+ * replies come as strings where the kit compares numbers (every replay answered "unknown").
+ */
+export function checkClient(client: Redis, where: string): void {
+  const { keyPrefix, stringNumbers } = client.options;
+  if (keyPrefix)
+    throw new TypeError(
+      `${where}: the ioredis client has \`keyPrefix\` ${JSON.stringify(keyPrefix)}, which the kit's scripts and channels would not all get: ` +
+        "make the client without it and give the kit's own `keyPrefix` option instead",
+    );
+  if (stringNumbers)
+    throw new TypeError(
+      `${where}: the ioredis client has \`stringNumbers\` on, but the kit reads Redis' integer replies as numbers: make the client without it`,
+    );
 }
 
 /** Resolves once `client` is connected; with `timeoutMs`, rejects after that long. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { ClusterMessage, CoreResponder, ForwardedRequest, RestoreRecord, SessionCluster, SessionOwner, TakeOver } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
-import { createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
+import { checkClient, createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
 import { checkEvictionPolicy } from './eviction.js';
 import { MINE_LUA } from './fence.js';
 import { BUS_MAX_ENTRIES, BUS_POST_LUA, BUS_RETENTION_MS, SharedBus } from './bus.js';
@@ -382,6 +382,7 @@ export class RedisSessionCluster implements SessionCluster {
   constructor(options: RedisSessionClusterOptions & { /** @internal */ ownsClient?: boolean }) {
     if (!options.client && !options.url)
       throw new TypeError('RedisSessionCluster: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
+    if (options.client) checkClient(options.client, 'RedisSessionCluster');
     const { mode, internalUrl } = clusterMode(options, 'RedisSessionCluster');
     this.shared = mode === 'shared';
     this.internalUrl = internalUrl;

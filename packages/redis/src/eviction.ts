@@ -45,8 +45,8 @@ async function readPolicy(client: Redis): Promise<{ policy: string; maxmemory: n
     refusals.push(`INFO: ${(error as Error).message}`);
   }
   try {
-    const [, policy] = (await client.call('CONFIG', 'GET', 'maxmemory-policy')) as string[];
-    const [, maxmemory] = (await client.call('CONFIG', 'GET', 'maxmemory')) as string[];
+    const policy = configValue(await client.call('CONFIG', 'GET', 'maxmemory-policy'), 'maxmemory-policy');
+    const maxmemory = configValue(await client.call('CONFIG', 'GET', 'maxmemory'), 'maxmemory');
     if (policy !== undefined && maxmemory !== undefined) return { policy, maxmemory: Number(maxmemory) };
     refusals.push('CONFIG GET answered nothing');
   } catch (error) {
@@ -58,6 +58,19 @@ async function readPolicy(client: Redis): Promise<{ policy: string; maxmemory: n
       `(${refusals.join('; ')}). Make sure it is noeviction: under any other policy a full Redis may delete ` +
       "a live session's owner or restore record (a second owner, or a session gone) or a task.",
   );
+  return undefined;
+}
+
+/**
+ * The value of `name` in a `CONFIG GET` reply: `[name, value]` in RESP2 and in ioredis 6's default
+ * reply mapping, `{ name: value }` with ioredis 6's `replyMapping: 'resp3'` (RESP3 answers a map).
+ */
+function configValue(reply: unknown, name: string): string | undefined {
+  if (Array.isArray(reply)) {
+    const at = reply.indexOf(name);
+    return at >= 0 && at % 2 === 0 ? String(reply[at + 1]) : undefined;
+  }
+  if (reply !== null && typeof reply === 'object' && name in reply) return String((reply as Record<string, unknown>)[name]);
   return undefined;
 }
 

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { createRedisClient, type RedisSentinelTarget } from './client.js';
+import { checkClient, createRedisClient, type RedisSentinelTarget } from './client.js';
 import { RedisSessionCluster, type RedisSessionClusterOptions } from './cluster.js';
 import type { OwnerFence } from './fence.js';
 import { clusterMode } from './mode.js';
@@ -51,6 +51,7 @@ export interface RedisScaleOut {
 export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOut {
   if (!options.client && !options.url && !options.sentinel)
     throw new TypeError('createRedisScaleOut: give `url` (e.g. process.env.REDIS_URL), `sentinel` or an ioredis `client`');
+  if (options.client) checkClient(options.client, 'createRedisScaleOut');
   // Checked before anything connects: a refused internalUrl leaves no connection behind.
   const { mode } = clusterMode(options, 'createRedisScaleOut');
   const owns = !options.client;

@@ -10,7 +10,7 @@ import {
   type UnfinishedStream,
 } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
-import { createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
+import { checkClient, createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
 import { checkEvictionPolicy } from './eviction.js';
 import { MINE_LUA, NOT_MINE, type OwnerFence } from './fence.js';
 import { LiveStreams } from './live-streams.js';
@@ -265,6 +265,7 @@ export class RedisEventStore implements EventStore {
   ) {
     if (!options.client && !options.url)
       throw new TypeError('RedisEventStore: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
+    if (options.client) checkClient(options.client, 'RedisEventStore');
     this.commandTimeoutMs = positiveInt(options.commandTimeoutMs ?? 2_000, 'commandTimeoutMs', 'RedisEventStore');
     this.client =
       options.client ??

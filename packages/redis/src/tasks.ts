@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { TaskChange, TaskRecord, TaskSignalListener, TaskStore } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
-import { createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
+import { checkClient, createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
 import { checkEvictionPolicy } from './eviction.js';
 
 export interface RedisTaskStoreOptions {
@@ -119,6 +119,7 @@ export class RedisTaskStore implements TaskStore {
   constructor(options: RedisTaskStoreOptions & { /** @internal */ ownsClient?: boolean }) {
     if (!options.client && !options.url)
       throw new TypeError('RedisTaskStore: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
+    if (options.client) checkClient(options.client, 'RedisTaskStore');
     this.client =
       options.client ??
       createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit-tasks' });

@@ -10,15 +10,18 @@ import type { Redis } from 'ioredis';
 import { createRedisClient, whenReady } from '../src/client.js';
 import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
 import { startNetFaultProxy, type NetFaultProxy } from '../../../tests/support/net-faults.js';
+import { startRespFaultProxy, type RespFaultProxy } from '../../../tests/support/resp-faults.js';
 
 const TIMEOUT_MS = 500;
 
 let redis: TestRedis | undefined;
 let net: NetFaultProxy | undefined;
 let client: Redis | undefined;
+const proxies: RespFaultProxy[] = [];
 
 afterEach(async () => {
   client?.disconnect();
+  for (const p of proxies.splice(0)) await p.close();
   await net?.close();
   await redis?.stop();
   client = undefined;
@@ -101,5 +104,30 @@ describe('createRedisClient through a bad network', () => {
     await redis.start();
     await whenReady(client, 5_000);
     expect(await client.set('k', 'v')).toBe('OK');
+  });
+});
+
+describe('createRedisClient and maintenance notifications (ioredis 6)', () => {
+  it('a MOVING notice hands no connection over: commands keep their connection, none fails, none waits on a paused write', async () => {
+    redis = await startRedis();
+    const configured = await startRespFaultProxy(redis.port);
+    const announced = await startRespFaultProxy(redis.port);
+    proxies.push(configured, announced);
+    client = createRedisClient(configured.url, { commandTimeoutMs: TIMEOUT_MS });
+    await whenReady(client, 5_000);
+    const closes: number[] = [];
+    client.on('close', () => closes.push(Date.now()));
+    // ioredis 6 speaks RESP3, where Redis Enterprise and Redis Cloud announce a maintenance with a
+    // push; ioredis 5 speaks RESP2, which has no pushes, so nothing can be announced to it.
+    if (/\bresp=3\b/.test(String(await client.call('CLIENT', 'INFO')))) {
+      // Move to `announced` within 10 s: ioredis 6 by default pauses writes, connects there, and
+      // swaps the socket under the client once the old one drains.
+      expect(configured.notify(`>4\r\n$6\r\nMOVING\r\n:1\r\n:10\r\n$15\r\n127.0.0.1:${announced.port}\r\n`)).toBe(1);
+    }
+    // Commands that keep one waiting on the connection for 2.5 TIMEOUT_MS in all, each answered
+    // after 0.25 TIMEOUT_MS: the silent-connection check sees a connection that answers.
+    for (let i = 0; i < 10; i++) expect(await client.blpop('nothing', TIMEOUT_MS / 4_000)).toBeNull();
+    expect(closes).toEqual([]);
+    expect([...announced.seen.values()].reduce((a, b) => a + b, 0)).toBe(0);
   });
 });
