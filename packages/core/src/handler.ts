@@ -6,7 +6,7 @@ import { serveGet } from './engine/get.js';
 import { drain } from './engine/drain.js';
 import { servePost } from './engine/post.js';
 import { ErrorCode, reject, sendRejection } from './http/errors.js';
-import { checkHostAndOrigin, checkMethod, header, isLoopbackAddress } from './http/rules.js';
+import { checkHostAndOrigin, checkHostSyntax, checkMethod, header, isLoopbackAddress } from './http/rules.js';
 import { resolveOptions, type McpHandlerOptions, type ResolvedOptions } from './options.js';
 import type { CoreRequest, CoreResponder } from './ports/http.js';
 import type { EngineListener } from './telemetry/hub.js';
@@ -60,6 +60,9 @@ export class McpHandler {
     const method = req.method.toUpperCase();
     const allowed = checkMethod(method, ctx.options.stateless || !ctx.options.eras.legacy);
     if (!allowed.ok) return sendRejection(res, allowed);
+    // RFC 9112 §3.2: a Host that is no host[:port] is the request's fault, whatever reads it later.
+    const host = checkHostSyntax(header(req.headers, 'host'));
+    if (!host.ok) return sendRejection(res, host);
     const { dnsRebindingProtection } = ctx.options;
     if (dnsRebindingProtection === true || (dnsRebindingProtection === 'auto' && isLoopbackAddress(req.localAddress))) {
       const v = checkHostAndOrigin(header(req.headers, 'host'), header(req.headers, 'origin'), ctx.options);
