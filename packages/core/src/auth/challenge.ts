@@ -75,9 +75,9 @@ export function misdirected(host: string): Rejection {
 }
 
 /** The verifier failed (not the token): the authorization server may be unreachable. */
-export function verifierUnavailable(): Rejection {
+export function verifierUnavailable(retryAfterSec = 1): Rejection {
   return reject(503, ErrorCode.ServerError, 'Service Unavailable: the access token could not be checked now; retry later', {
-    'retry-after': '1',
+    'retry-after': String(retryAfterSec),
   });
 }
 
