@@ -34,8 +34,11 @@ export function routes(): Promise<Routes> {
     // call whose stream the tool closed (or a task) still runs; under `next start` the process lives
     // on anyway. With WAIT_UNTIL_FILE (the serverless simulation) the handler has a `waitUntil` of
     // its own, which counts what is kept alive, and mcpNext leaves `after` out.
-    const metadata = example.auth ? mcpNextAuthMetadata(mcp) : undefined;
-    return { handlers: mcpNext(mcp), metadata, instanceName: example.instanceName };
+    // A route handler cannot see its socket: where `next start` listens (HOST, PORT) is what a
+    // handler with AUTH_ISSUER but no AUTH_RESOURCE makes its loopback resource of.
+    const listener = { localAddress: example.host, localPort: example.port };
+    const metadata = example.auth ? mcpNextAuthMetadata(mcp, listener) : undefined;
+    return { handlers: mcpNext(mcp, listener), metadata, instanceName: example.instanceName };
   });
 }
 

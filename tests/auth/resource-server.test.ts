@@ -7,11 +7,11 @@
  * from a real local issuer (tests/support/token-issuer.ts) whose JWKS the verifier fetches.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createMcpHandler, jwtVerifier, type AuthOptions, type McpHandler } from '@mcp-kit/core';
+import { createMcpHandler, jwtVerifier, type AuthOptions, type McpHandler, type McpHandlerOptions } from '@mcp-kit/core';
 import { fixtureServer, type FixtureSdk } from '@mcp-kit/fixtures';
 import { authTargets, type Served } from '../support/auth-targets.js';
 import { envelope, modernAnswer, modernRequest, routingHeaders } from '../support/modern.js';
-import { callTool, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { callTool, initializeRequest, PROTOCOL, rawRequest, SseStream } from '../support/sse.js';
 import { startTokenIssuer, tamper, type TokenIssuer } from '../support/token-issuer.js';
 
 let issuer: TokenIssuer;
@@ -30,11 +30,16 @@ interface Probe {
 }
 
 /** A handler with `auth` over the fixture plus `whoami`, which returns the `authInfo` its tool saw. */
-export function authHandler(auth: Partial<AuthOptions>, sdk: FixtureSdk = 'v2'): { handler: McpHandler; probe: Probe } {
+export function authHandler(
+  auth: Partial<AuthOptions>,
+  sdk: FixtureSdk = 'v2',
+  options: Partial<McpHandlerOptions> = {},
+): { handler: McpHandler; probe: Probe } {
   const probe: Probe = { built: 0, whoami: [], errors: [] };
   const handler = createMcpHandler({
     retryMs: 200,
     onError: (e) => probe.errors.push(e),
+    ...options,
     server: () => {
       probe.built++;
       const server = fixtureServer(sdk) as any;
@@ -44,6 +49,11 @@ export function authHandler(auth: Partial<AuthOptions>, sdk: FixtureSdk = 'v2'):
         probe.whoami.push(seen);
         return { content: [{ type: 'text', text: JSON.stringify(seen ?? null) }] };
       });
+      // What a server keeps between the requests it serves: here a count of them.
+      let calls = 0;
+      server.registerTool('count', { description: 'how many times this server was called' }, () => ({
+        content: [{ type: 'text', text: String(++calls) }],
+      }));
       return server;
     },
     auth: {
@@ -71,8 +81,8 @@ describe.each(authTargets)('resource server: $name', (target) => {
   let mcpUrl = '';
   let probe: Probe;
   let handler: McpHandler;
-  const start = async (auth: Partial<AuthOptions> = {}, sdk: FixtureSdk = 'v2') => {
-    ({ handler, probe } = authHandler(auth, sdk));
+  const start = async (auth: Partial<AuthOptions> = {}, sdk: FixtureSdk = 'v2', options: Partial<McpHandlerOptions> = {}) => {
+    ({ handler, probe } = authHandler(auth, sdk, options));
     served = await target.start(handler);
     mcpUrl = `${served.origin}/mcp`;
   };
@@ -269,6 +279,81 @@ describe.each(authTargets)('resource server: $name', (target) => {
       task = (await modernAnswer(await get(id, full))).answer.result;
     }
     expect(task).toMatchObject({ status: 'completed', result: { content: [{ text: 'completed 2 steps' }] } });
+  });
+
+  it('several configured names: the Host picks one by host and port, a token must be for that one, the metadata names it', async () => {
+    const [a, b] = ['https://a.example.test/mcp', 'https://b.example.test:8443/mcp'];
+    await start({ resource: [a, b] }, 'v2', { allowedHosts: ['a.example.test', 'b.example.test', '127.0.0.1'] });
+    const send = (host: string, token: string) =>
+      rawRequest(mcpUrl, { method: 'POST', headers: { host, ...JSON_POST, ...bearer(token) }, body: JSON.stringify(initializeRequest(1)) });
+    const [forA, forB] = [await issuer.jwt(a), await issuer.jwt(b)];
+    for (const [host, token, status] of [
+      ['a.example.test', forA, 200],
+      ['a.example.test:443', forA, 200],
+      ['b.example.test:8443', forB, 200],
+      ['a.example.test', forB, 401],
+      ['b.example.test:8443', forA, 401],
+      // The name without its port, another port, another name: none of them is configured.
+      ['b.example.test', forB, 403],
+      ['a.example.test:8443', forA, 403],
+      ['127.0.0.1', forA, 403],
+    ] as const) {
+      const response = await send(host, token);
+      expect(response.status, `${host} with a token for ${token === forA ? a : b}`).toBe(status);
+    }
+    const metadata = async (host: string) =>
+      rawRequest(`${served!.origin}/.well-known/oauth-protected-resource/mcp`, {
+        method: 'GET',
+        headers: { host, 'x-forwarded-host': 'evil.example' },
+      });
+    expect(JSON.parse(await (await metadata('a.example.test')).text()).resource).toBe(a);
+    expect(JSON.parse(await (await metadata('b.example.test:8443')).text()).resource).toBe(b);
+    expect((await metadata('evil.example')).status).toBe(403);
+  });
+
+  it("a resumed 2025 stream of a scoped tool's call needs the tool's scope, as the call did", async () => {
+    await start();
+    const full = bearer(await token({ claims: { scope: 'mcp mcp:long' } }));
+    const session = await openSession(full);
+    const controller = new AbortController();
+    // Two steps: one close, after the first; the result comes on the resumed stream.
+    const call = callTool(2, 'long_task', { steps: 2, intervalMs: 20, closeEvery: 1, retryMs: 50 });
+    const response = await post(call, { ...session, ...full });
+    expect(response.status).toBe(200);
+    // The tool closes the stream after its first step (SEP-1699): the client comes back from there.
+    const stream = new SseStream(response, controller);
+    await stream.ended_();
+    const lastEventId = stream.blocks.filter((b) => b.id).at(-1)!.id!;
+    const resume = (auth: Record<string, string>) =>
+      fetch(mcpUrl, {
+        headers: { accept: 'text/event-stream', 'mcp-protocol-version': PROTOCOL, ...session, ...auth, 'last-event-id': lastEventId },
+      });
+    const narrow = await resume(bearer(await token()));
+    expect(narrow.status).toBe(403);
+    expect(narrow.headers.get('www-authenticate')).toContain('scope="mcp mcp:long"');
+    expect((await narrow.json()).error.data.error).toBe('insufficient_scope');
+    const resumed = await resume(full);
+    expect(resumed.status).toBe(200);
+    const rest = new SseStream(resumed, new AbortController());
+    const answer = (await rest.until((m: any) => m.id === 2))
+      .filter((b) => b.data)
+      .map((b) => JSON.parse(b.data!))
+      .at(-1);
+    expect(answer.result.content[0].text).toBe('completed 2 steps');
+  });
+
+  it("a 2026 server keeps nothing of one principal's requests for another's", async () => {
+    await start();
+    const count = async (sub: string) => {
+      const body = modernRequest(1, 'tools/call', { name: 'count', arguments: {} });
+      const answered = await modernAnswer(await modern(body, bearer(await token({ claims: { sub } }))));
+      return answered.answer.result.content[0].text;
+    };
+    expect(await count('alice')).toBe('1');
+    expect(await count('alice')).toBe('2');
+    // Another principal with the same client and capabilities: its own server, which counted nothing of alice's.
+    expect(await count('mallory')).toBe('1');
+    expect(await count('alice')).toBe('3');
   });
 
   it("another principal's valid token cannot use a session (403), and the session's own principal keeps it", async () => {

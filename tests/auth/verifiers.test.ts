@@ -168,6 +168,77 @@ describe('jwtVerifier', () => {
   });
 });
 
+describe('jwtVerifier: what an access token must be', () => {
+  const now = () => Math.floor(Date.now() / 1000);
+
+  it('has one spelling: padding, or unused bits set in a part, is refused though the bytes are the same', async () => {
+    const url = await serve({ verifier: jwtVerifier({ issuer: issuer.issuer, cacheMs: 0 }) });
+    const good = await issuer.jwt(url);
+    const [header, payload, signature] = good.split('.') as [string, string, string];
+    // ES256: 64 bytes of signature are 86 characters, whose last one carries 4 unused bits.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const lastBitsSet = `${signature.slice(0, -1)}${alphabet[alphabet.indexOf(signature.at(-1)!) | 0x0f]}`;
+    expect(Buffer.from(lastBitsSet, 'base64url')).toEqual(Buffer.from(signature, 'base64url'));
+    expect((await initialize(url, good)).status).toBe(200);
+    for (const spelling of [`${good}==`, `${header}.${payload}.${lastBitsSet}`, `${header}==.${payload}.${signature}`, `${good}.`]) {
+      const refused = await initialize(url, spelling);
+      expect(refused.status, spelling.slice(-12)).toBe(401);
+      // Padding inside the token is no token68 (RFC 6750 §2.1) at all: malformed before it is a JWT.
+      expect(descriptionOf(refused)).toMatch(/^the access token (is not a valid JWT|is malformed)$/);
+    }
+  });
+
+  it('needs exp (RFC 9068 §2.2); iat and nbf may be ahead by the clock tolerance only', async () => {
+    const url = await serve({ verifier: jwtVerifier({ issuer: issuer.issuer, clockToleranceSec: 5 }) });
+    const noExp = await initialize(url, await issuer.jwt(url, { claims: { exp: undefined } }));
+    expect(noExp.status).toBe(401);
+    expect(descriptionOf(noExp)).toBe('the access token has no expiry (exp)');
+    const future = await initialize(url, await issuer.jwt(url, { claims: { iat: now() + 60 } }));
+    expect(future.status).toBe(401);
+    expect(descriptionOf(future)).toBe('the access token is not valid yet (issued in the future)');
+    const ahead = await initialize(url, await issuer.jwt(url, { claims: { iat: now() + 2, nbf: now() + 2 } }));
+    expect(ahead.status).toBe(200);
+  });
+
+  it("typ: at+jwt, JWT or none by default (most providers' tokens), any other type refused; 'at+jwt' takes RFC 9068 tokens only", async () => {
+    const lenient = await serve({ verifier: jwtVerifier({ issuer: issuer.issuer }) });
+    const typed = (typ: string | undefined) => issuer.jwt(lenient, { header: { typ } });
+    for (const typ of ['at+jwt', 'application/at+jwt', 'JWT', 'jwt', undefined]) {
+      expect((await initialize(lenient, await typed(typ))).status, String(typ)).toBe(200);
+    }
+    for (const typ of ['id_token+jwt', 'logout+jwt', 'dpop+jwt', 'JOSE']) {
+      const refused = await initialize(lenient, await typed(typ));
+      expect(refused.status, typ).toBe(401);
+      expect(descriptionOf(refused)).toBe('the access token is not typed as an access token (typ)');
+    }
+    await running!.close();
+    const strict = await serve({ verifier: jwtVerifier({ issuer: issuer.issuer, typ: 'at+jwt' }) });
+    for (const [typ, status] of [
+      ['at+jwt', 200],
+      ['application/at+jwt', 200],
+      ['JWT', 401],
+      [undefined, 401],
+    ] as const) {
+      expect((await initialize(strict, await issuer.jwt(strict, { header: { typ } }))).status, String(typ)).toBe(status);
+    }
+    expect(() => jwtVerifier({ issuer: issuer.issuer, typ: 'JWT' as 'at+jwt' })).toThrow(/typ must be 'at\+jwt'/);
+  });
+
+  it("names someone: sub, or a client (client_id, azp, Okta's cid, Entra ID v1's appid); a token naming neither is refused", async () => {
+    const url = await serve({ verifier: jwtVerifier({ issuer: issuer.issuer }) });
+    const nobody = { sub: undefined, client_id: undefined };
+    const refused = await initialize(url, await issuer.jwt(url, { claims: nobody }));
+    expect(refused.status).toBe(401);
+    expect(descriptionOf(refused)).toBe('the access token names no subject (sub) and no client (client_id)');
+    expect((await initialize(url, await issuer.jwt(url, { claims: { ...nobody, sub: '' } }))).status).toBe(401);
+    for (const claims of [{ sub: 'alice' }, { client_id: 'c' }, { azp: 'c' }, { cid: 'c' }, { appid: 'c' }]) {
+      const accepted = await initialize(url, await issuer.jwt(url, { claims: { ...nobody, ...claims } }));
+      expect(accepted.status, JSON.stringify(claims)).toBe(200);
+      await modernAnswer(accepted);
+    }
+  });
+});
+
 describe('introspectionVerifier', () => {
   const now = () => Math.floor(Date.now() / 1000);
   const verifier = (options: Partial<Parameters<typeof introspectionVerifier>[0]> = {}) =>
@@ -249,7 +320,7 @@ describe('the auth option', () => {
     ]);
   });
 
-  it("without auth.resource, a host outside allowedHosts is refused 421: a token for that host's resource cannot be replayed here", async () => {
+  it('without auth.resource, a Host that is no loopback name of the listening port is refused 403: a token for its resource cannot be replayed here', async () => {
     // The Host check of DNS-rebinding protection is off, as on a public address: this rule stands alone.
     const errors: Error[] = [];
     const verified: string[] = [];
@@ -273,21 +344,27 @@ describe('the auth option', () => {
     // A token a victim gave to evil.example's MCP server, which replays it here under its own name.
     const stolen = await issuer.jwt('http://evil.example/mcp');
     let url = await serve({ verifier: counting }, errors, { dnsRebindingProtection: false });
-    const refused = await send(url, 'evil.example', stolen);
-    expect(refused.status).toBe(421);
-    expect((await refused.json()).error.message).toMatch(/no OAuth resource for host "evil.example"/);
-    expect(verified).toEqual([]);
-    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/set auth\.resource/)]);
+    const port = Number(new URL(url).port);
+    const neighbour = await issuer.jwt(`http://127.0.0.1:${port + 1}/mcp`);
+    for (const [host, token] of [
+      ['evil.example', stolen],
+      [`127.0.0.1:${port + 1}`, neighbour],
+    ] as const) {
+      const refused = await send(url, host, token);
+      expect(refused.status, host).toBe(403);
+      expect((await refused.json()).error.message).toMatch(/names no resource of this server/);
+    }
     const metadata = await rawRequest(`${new URL(url).origin}/.well-known/oauth-protected-resource/mcp`, {
       method: 'GET',
       headers: { host: 'evil.example' },
     });
     expect(metadata.status).not.toBe(200);
+    // Refused before any token was looked at, and nothing to report: a Host is the client's to get wrong.
+    expect(verified).toEqual([]);
+    expect(errors).toEqual([]);
+    // The listening address's own name is the resource: the control.
+    expect((await send(url, `127.0.0.1:${port}`, await issuer.jwt(url))).status).toBe(200);
 
-    // The rule is allowedHosts: a host listed there is a resource of this server.
-    await running!.close();
-    url = await serve({ verifier: counting }, [], { dnsRebindingProtection: false, allowedHosts: ['127.0.0.1', 'evil.example'] });
-    expect((await send(url, 'evil.example', stolen)).status).toBe(200);
     // With auth.resource set, the Host says nothing: the stolen token's audience is not the resource.
     await running!.close();
     url = await serve({ verifier: counting, resource: 'http://api.example.test/mcp' }, [], { dnsRebindingProtection: false });
@@ -312,5 +389,20 @@ describe('the auth option', () => {
     expect(make({ authorizationServers: [issuer.issuer] })).toThrow(/verifier/);
     expect(make({ authorizationServers: [issuer.issuer], verifier, scopes: ['a b'] })).toThrow(/scopes/);
     expect(make({ authorizationServers: [issuer.issuer], verifier, resource: 'https://x.test/mcp#frag' })).toThrow(/resource/);
+    expect(make({ authorizationServers: [issuer.issuer], verifier, resource: [] })).toThrow(/resource/);
+    // Two names a Host header cannot tell apart (it carries no scheme).
+    expect(make({ authorizationServers: [issuer.issuer], verifier, resource: ['http://x.test/mcp', 'https://x.test/mcp'] })).toThrow(
+      /cannot tell apart/,
+    );
+  });
+
+  it('without auth.resource, a handler meant for other names than loopback ones is refused when it is created', () => {
+    const auth = { authorizationServers: [issuer.issuer], verifier: jwtVerifier({ issuer: issuer.issuer }) };
+    const make = (options: Partial<McpHandlerOptions>) => () => createMcpHandler({ server: () => createFixtureServer(), auth, ...options });
+    expect(make({ allowedHosts: ['localhost', 'mcp.example.com'] })).toThrow(
+      /auth\.resource must be set \(allowedHosts names mcp\.example\.com\)/,
+    );
+    expect(make({ allowedHosts: ['localhost', '127.0.0.2'] })).not.toThrow();
+    expect(make({ allowedHosts: ['mcp.example.com'], auth: { ...auth, resource: 'https://mcp.example.com/mcp' } })).not.toThrow();
   });
 });

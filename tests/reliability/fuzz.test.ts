@@ -423,6 +423,12 @@ function classify(value: unknown): 'request' | 'notification' | 'response' | 'in
   return 'invalid';
 }
 
+/** A `Host` value of the form `name[:port]` (letters, digits, `-._~`, or an IPv6 literal; a port from 1 to 65535). */
+function isHostPort(value: string): boolean {
+  const m = /^(\[[0-9a-f:.]+\]|[a-z0-9\-._~]+)(?::([0-9]{1,5}))?$/i.exec(value.replace('PORT', '1'));
+  return m !== null && (m[2] === undefined || (Number(m[2]) >= 1 && Number(m[2]) <= 65_535));
+}
+
 function expected(c: Case, world: World, adapter: string): Expected {
   const post = c.method === 'POST';
   if (!['POST', 'GET', 'DELETE'].includes(c.method)) {
@@ -430,6 +436,8 @@ function expected(c: Case, world: World, adapter: string): Expected {
     if (adapter === 'next' && c.method === 'OPTIONS') return { status: 204, bare: true };
     return { status: 405, code: -32000, allow: true };
   }
+  // RFC 9112 §3.2: a Host that is no host[:port] is 400 before anything else looks at it.
+  if (c.host.label !== 'ok' && !isHostPort(c.host.value)) return { status: 400, code: -32000 };
   if (c.host.label !== 'ok' || c.origin.label === 'foreign') return { status: 403, code: -32000 };
   const [, acceptPost, acceptGet] = c.accept;
   const versionOk = c.version === undefined || (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(c.version);

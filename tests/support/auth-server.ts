@@ -68,8 +68,28 @@ export interface AuthServer {
    * Metadata says it); any other resource indicator is refused with `invalid_target`.
    */
   allowResource(resource: string): void;
+  /**
+   * An access token for `resource` from the token endpoint, as a service gets one (the client
+   * credentials grant, RFC 6749 §4.4, with a resource indicator): issued and signed by the server
+   * itself, shaped first as `shape` says (claims left out or added, header fields) — how the
+   * tests get a real token that is wrong in one precise way. `resource` must be allowed.
+   */
+  issueToken(resource: string, scope: string, shape?: TokenShape): Promise<string>;
+  /** Makes the server answer `status` at its JWKS endpoint (`200`: serve it again), as a failing authorization server does. */
+  failJwks(status: number): void;
   close(): Promise<void>;
 }
+
+/** How {@link AuthServer.issueToken} changes a token before it is signed. */
+export interface TokenShape {
+  /** Claims over the issued ones; `undefined` leaves one out (`exp`, `sub`, `client_id`). */
+  claims?: Record<string, unknown>;
+  /** JWS header fields over the issued ones (`typ`); `undefined` leaves one out. */
+  header?: Record<string, unknown>;
+}
+
+/** The service client {@link AuthServer.issueToken} authenticates as. */
+const SERVICE_CLIENT = { client_id: 'mcp-test-service', client_secret: randomUUID() };
 
 /**
  * Starts the authorization server. Its port is taken before the provider is made, so that the
@@ -81,6 +101,8 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
   const tokens: IssuedToken[] = [];
   const resources = new Set<string>();
   let registrations = 0;
+  let nextShape: TokenShape | undefined;
+  let jwksStatus = 200;
 
   // The provider is made once the port is known; until then (never, in practice) answer 503.
   let handle: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.writeHead(503).end();
@@ -116,6 +138,7 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: true },
+      clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
         getResourceServerInfo: (_ctx, resourceIndicator) => {
@@ -135,6 +158,20 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
     },
     // MCP clients are native or CLI apps redirecting to loopback; the default web-app rules refuse http: redirect URIs.
     clientDefaults: { application_type: 'native', grant_types: ['authorization_code'], response_types: ['code'] },
+    clients: [{ ...SERVICE_CLIENT, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] }],
+    formats: {
+      customizers: {
+        // issueToken's shape, applied to the one token it asked for.
+        jwt(_ctx, _token, jwt) {
+          const shape = nextShape;
+          nextShape = undefined;
+          if (!shape) return;
+          jwt.header = { ...jwt.header, ...shape.header };
+          Object.assign(jwt.payload, shape.claims);
+          for (const [name, value] of Object.entries(shape.claims ?? {})) if (value === undefined) delete jwt.payload[name];
+        },
+      },
+    },
   };
   const provider = new Provider(issuer, configuration);
 
@@ -180,6 +217,12 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
     ctx.respond = false;
   });
 
+  provider.use(async function failingJwks(ctx, next) {
+    if (jwksStatus === 200 || ctx.path !== '/jwks') return next();
+    ctx.status = jwksStatus;
+    ctx.body = { error: 'server_error' };
+  });
+
   handle = provider.callback();
   return {
     issuer,
@@ -189,6 +232,21 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
       return registrations;
     },
     allowResource: (resource) => void resources.add(resource),
+    async issueToken(resource, scope, shape) {
+      nextShape = shape ?? {};
+      const basic = Buffer.from(`${SERVICE_CLIENT.client_id}:${SERVICE_CLIENT.client_secret}`).toString('base64');
+      const response = await fetch(`${issuer}/token`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', resource, scope }).toString(),
+      });
+      const body = (await response.json()) as { access_token?: string; error?: string; error_description?: string };
+      if (!body.access_token) throw new Error(`the token endpoint refused: ${body.error} ${body.error_description ?? ''}`);
+      return body.access_token;
+    },
+    failJwks(status) {
+      jwksStatus = status;
+    },
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

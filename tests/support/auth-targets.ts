@@ -26,8 +26,14 @@ export interface Served {
   close(): Promise<void>;
 }
 
-async function listen(server: Server, handler: McpHandler): Promise<Served> {
+/** Listens on 127.0.0.1 and a free port; `listening` is told them (a fetch handler cannot see its socket). */
+async function listen(
+  server: Server,
+  handler: McpHandler,
+  listening?: (listener: { localAddress: string; localPort: number }) => void,
+): Promise<Served> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  listening?.({ localAddress: '127.0.0.1', localPort: (server.address() as AddressInfo).port });
   return {
     origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     async close() {
@@ -96,11 +102,12 @@ export const authTargets: AuthTarget[] = [
     },
   },
   {
-    // What app/mcp/route.ts and app/.well-known/oauth-protected-resource/[[...path]]/route.ts export.
+    // What app/mcp/route.ts and app/.well-known/oauth-protected-resource/[[...path]]/route.ts export,
+    // told where `next start` listens, as apps/next-example tells them.
     name: 'next routes',
     start(handler) {
-      const mcp: Routes = { ...mcpNext(handler) };
-      const metadata: Routes = { ...mcpNextAuthMetadata(handler) };
+      let mcp: Routes = {};
+      let metadata: Routes = {};
       const notFound = async () => new Response(null, { status: 404 });
       const server = createServer((req, res) => {
         const path = (req.url ?? '/').split('?')[0]!;
@@ -108,16 +115,20 @@ export const authTargets: AuthTarget[] = [
         // As `next start -H 127.0.0.1` does: request.url names the listening host `localhost`, not the Host header.
         void serveFetch(routes[req.method ?? 'GET'] ?? notFound, req, res, `http://localhost:${req.socket.localPort}`);
       });
-      return listen(server, handler);
+      return listen(server, handler, (listener) => {
+        mcp = { ...mcpNext(handler, listener) };
+        metadata = { ...mcpNextAuthMetadata(handler, listener) };
+      });
     },
   },
   {
     name: 'fetch',
     start(handler) {
-      const fetchHandler = toFetchHandler(handler, { localAddress: '127.0.0.1' });
+      let fetchHandler = toFetchHandler(handler);
       return listen(
         createServer((req, res) => void serveFetch(fetchHandler, req, res)),
         handler,
+        (listener) => (fetchHandler = toFetchHandler(handler, listener)),
       );
     },
   },

@@ -41,6 +41,8 @@ export interface TokenIssuer {
   opaque(answer: Introspected): string;
   /** Publishes a new key (and signs with it from now on), as a key rotation does. */
   rotate(): Promise<void>;
+  /** Makes `path` (`/jwks`, `/introspect`, the metadata's) answer `status`, as a failing server does; `undefined` serves it again. */
+  fail(path: string, status: number | undefined): void;
   close(): Promise<void>;
 }
 
@@ -66,9 +68,12 @@ export async function startTokenIssuer(): Promise<TokenIssuer> {
   const introspectionClient = { clientId: 'mcp-resource-server', clientSecret: randomBytes(16).toString('hex') };
   let issuer = '';
 
+  const failing = new Map<string, number>();
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', issuer).pathname;
     hits[path] = (hits[path] ?? 0) + 1;
+    const failure = failing.get(path);
+    if (failure !== undefined) return json(res, failure, { error: 'server_error' });
     if (req.method === 'GET' && path === '/.well-known/oauth-authorization-server') {
       return json(res, 200, {
         issuer,
@@ -140,6 +145,10 @@ export async function startTokenIssuer(): Promise<TokenIssuer> {
     },
     async rotate() {
       published.push(await newKey());
+    },
+    fail(path, status) {
+      if (status === undefined) failing.delete(path);
+      else failing.set(path, status);
     },
     async close() {
       server.closeAllConnections();

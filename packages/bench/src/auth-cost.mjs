@@ -23,10 +23,13 @@ for (const cacheMs of [0, 60_000]) {
     auth: { ...auth.options, verifier },
   });
   const rs = handler.options.auth;
+  // As the node bridge says it: the listener's address and port, of which the resource is made.
   const req = () => ({
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, host: url.host },
     url,
+    localAddress: '127.0.0.1',
+    localPort: port,
     readBody: async () => ({ ok: true, text: '' }),
   });
   for (let i = 0; i < 3000; i++) if (!(await rs.authenticate(req())).ok) throw new Error('refused');

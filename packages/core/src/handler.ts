@@ -1,4 +1,4 @@
-import type { MetadataResponse, ProtectedResourceMetadata } from './auth/metadata.js';
+import type { MetadataRequest, MetadataResponse, ProtectedResourceMetadata } from './auth/metadata.js';
 import { ClusterLayer } from './cluster/layer.js';
 import { EngineContext } from './engine/context.js';
 import { serveDelete } from './engine/delete.js';
@@ -6,7 +6,7 @@ import { serveGet } from './engine/get.js';
 import { drain } from './engine/drain.js';
 import { servePost } from './engine/post.js';
 import { ErrorCode, reject, sendRejection } from './http/errors.js';
-import { checkHostAndOrigin, checkMethod, header, isLoopbackAddress } from './http/rules.js';
+import { checkHostAndOrigin, checkHostSyntax, checkMethod, header, isLoopbackAddress } from './http/rules.js';
 import { resolveOptions, type McpHandlerOptions, type ResolvedOptions } from './options.js';
 import type { CoreRequest, CoreResponder } from './ports/http.js';
 import type { EngineListener } from './telemetry/hub.js';
@@ -60,6 +60,9 @@ export class McpHandler {
     const method = req.method.toUpperCase();
     const allowed = checkMethod(method, ctx.options.stateless || !ctx.options.eras.legacy);
     if (!allowed.ok) return sendRejection(res, allowed);
+    // RFC 9112 §3.2: a Host that is no host[:port] is the request's fault, whatever reads it later.
+    const host = checkHostSyntax(header(req.headers, 'host'));
+    if (!host.ok) return sendRejection(res, host);
     const { dnsRebindingProtection } = ctx.options;
     if (dnsRebindingProtection === true || (dnsRebindingProtection === 'auto' && isLoopbackAddress(req.localAddress))) {
       const v = checkHostAndOrigin(header(req.headers, 'host'), header(req.headers, 'origin'), ctx.options);
@@ -124,23 +127,25 @@ export class McpHandler {
   }
 
   /**
-   * The Protected Resource Metadata (RFC 9728) of this endpoint, for a request to `requestUrl`: a
-   * metadata URL (`/.well-known/oauth-protected-resource/mcp` describes `/mcp`; the bare one
-   * describes `mcpPath`, default `/mcp`) or the MCP URL itself. Needs the `auth` option. The
-   * adapters serve it; this is for anyone else.
+   * The Protected Resource Metadata (RFC 9728) of this endpoint for a request (its `Host` picks
+   * one of several configured resources; the loopback default needs where it arrived), or
+   * `undefined` when the request has no resource here. `mcpPath` (default `/mcp`) is the MCP
+   * endpoint's path for the loopback default. Needs the `auth` option. The adapters serve it; this
+   * is for anyone else.
    */
-  protectedResourceMetadata(requestUrl: URL, mcpPath?: string): ProtectedResourceMetadata {
-    return this.resourceServer('protectedResourceMetadata').metadataDocument(requestUrl, mcpPath);
+  protectedResourceMetadata(request: MetadataRequest, mcpPath?: string): ProtectedResourceMetadata | undefined {
+    return this.resourceServer('protectedResourceMetadata').metadataDocument(request, mcpPath);
   }
 
   /**
    * For adapters: the HTTP answer to a request for the metadata (`GET`, `HEAD`, `OPTIONS`), or
-   * `undefined` when `requestUrl` is not one of this endpoint's metadata URLs (or `auth` is not
-   * set), so the request goes on to the application. `mcpPath`: the MCP endpoint's path when the
-   * adapter knows it; otherwise any path after the well-known one is taken for it.
+   * `undefined` when the request is for none of this endpoint's metadata URLs (or `auth` is not
+   * set), so it goes on to the application. `nodeMetadataRequest(req)` and
+   * `webMetadataRequest(request, listener)` make the request. `mcpPath`: the MCP endpoint's path
+   * when the adapter knows it; otherwise any path after the well-known one is taken for it.
    */
-  authMetadataResponse(method: string, requestUrl: URL, mcpPath?: string): MetadataResponse | undefined {
-    return this.ctx.options.auth?.metadataResponse(method, requestUrl, mcpPath);
+  authMetadataResponse(request: MetadataRequest, mcpPath?: string): MetadataResponse | undefined {
+    return this.ctx.options.auth?.metadataResponse(request, mcpPath);
   }
 
   private resourceServer(caller: string): NonNullable<ResolvedOptions['auth']> {

@@ -11,7 +11,7 @@ export { introspectionVerifier } from './auth/introspection.js';
 export type { IntrospectionVerifierOptions } from './auth/introspection.js';
 export { InvalidTokenError, InsufficientScopeError } from './auth/errors.js';
 export { METADATA_PATH } from './auth/metadata.js';
-export type { ProtectedResourceMetadata, MetadataResponse } from './auth/metadata.js';
+export type { ProtectedResourceMetadata, MetadataResponse, MetadataRequest } from './auth/metadata.js';
 export type { SSEStreamControls } from './streams/close.js';
 export { inputResponses, requestState } from './sdk/input.js';
 export type { InputContext } from './sdk/input.js';
@@ -22,9 +22,9 @@ export { taskTool, TASK_META_KEY } from './modern/server-pool.js';
 export { protocolError, ERROR_META_KEY } from './modern/results.js';
 export type { TaskMode } from './modern/server-pool.js';
 export type { MemoryEventStoreOptions } from './events/memory.js';
-export { handleNodeRequest } from './bridges/node/index.js';
+export { handleNodeRequest, nodeMetadataRequest } from './bridges/node/index.js';
 export type { NodeRequestOptions } from './bridges/node/index.js';
-export { toFetchHandler } from './bridges/web/index.js';
+export { toFetchHandler, webMetadataRequest } from './bridges/web/index.js';
 export type { FetchHandler, FetchHandlerOptions, FetchCallContext } from './bridges/web/index.js';
 // Ports: for custom event stores, clusters and adapters.
 export type {

@@ -1,5 +1,5 @@
-import { resolveAuth, type AuthOptions } from './auth/options.js';
-import { ResourceServer } from './auth/resource-server.js';
+import type { AuthOptions } from './auth/options.js';
+import { createResourceServer, type ResourceServer } from './auth/resource-server.js';
 import { MemoryEventStore, type MemoryEventStoreOptions } from './events/memory.js';
 import { LOCAL_HOSTS } from './http/rules.js';
 import type { SessionCluster } from './ports/cluster.js';
@@ -66,8 +66,9 @@ export interface McpHandlerOptions {
   /** How long a task is kept after it was created (its `ttlMs`); `null` for as long as the store allows. Default `3_600_000` (1 h). */
   taskTtlMs?: number | null;
   /**
-   * The most servers kept for 2026-07-28 clients: one per distinct client kind (capabilities and
-   * client info); the least recently used idle one goes first. Default `16`.
+   * The most servers kept for 2026-07-28 clients: one per distinct client kind (declared
+   * capabilities) and, with `auth`, per principal (a server never serves two principals); the
+   * least recently used idle one goes first. Default `16`.
    */
   maxModernServers?: number;
   /** `retry:` hint in priming events, in ms: how soon a client reconnects after a close. Default `1000`. */
@@ -281,7 +282,10 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     legacyPolling: options.legacyPolling ?? false,
     onError,
     cluster: options.stateless ? undefined : options.cluster,
-    auth: options.auth === undefined ? undefined : new ResourceServer(resolveAuth(options.auth), onError, allowedHosts),
+    auth:
+      options.auth === undefined
+        ? undefined
+        : createResourceServer(options.auth, { allowedHosts, clustered: options.cluster !== undefined && !options.stateless }, onError),
     telemetry: new TelemetryHub(onError),
   };
 }

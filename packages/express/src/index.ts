@@ -1,6 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { handleNodeRequest, METADATA_PATH, type AuthInfo, type GetAuthInfo, type McpHandler, type MetadataResponse } from '@mcp-kit/core';
+import {
+  handleNodeRequest,
+  METADATA_PATH,
+  nodeMetadataRequest,
+  type AuthInfo,
+  type GetAuthInfo,
+  type McpHandler,
+  type MetadataResponse,
+} from '@mcp-kit/core';
 
 export interface McpExpressOptions {
   /**
@@ -80,7 +88,7 @@ export function mcpFirst(
     const pathname = query < 0 ? url : url.slice(0, query);
     if (pathname !== path && pathname !== `${path}/`) {
       // The handler's Protected Resource Metadata (RFC 9728), when it has `auth`: served here too.
-      const metadata = pathname.startsWith(METADATA_PATH) ? metadataFor(handler, req.method, listenerUrl(req), path) : undefined;
+      const metadata = pathname.startsWith(METADATA_PATH) ? handler.authMetadataResponse(nodeMetadataRequest(req), path) : undefined;
       return metadata ? writeMetadata(res, metadata) : app(req, res);
     }
     const serve = (authInfo: AuthInfo | undefined) => handleNodeRequest(handler, req, res, { authInfo, url: listenerUrl(req) });
@@ -127,19 +135,12 @@ export interface McpAuthMetadataOptions {
 export function mcpAuthMetadata(handler: McpHandler, options: McpAuthMetadataOptions = {}): RequestHandler {
   if (!handler.options.auth) throw new TypeError('mcpAuthMetadata: the handler has no `auth` option, so there is no metadata to serve');
   return function mcpKitAuthMetadata(req: Request, res: Response, next: NextFunction): void {
-    const metadata = req.path.startsWith(METADATA_PATH) ? metadataFor(handler, req.method, requestUrl(req), options.path) : undefined;
+    const metadata = req.path.startsWith(METADATA_PATH)
+      ? handler.authMetadataResponse(nodeMetadataRequest(req, req.originalUrl), options.path)
+      : undefined;
     if (metadata) writeMetadata(res, metadata);
     else next();
   };
-}
-
-function metadataFor(
-  handler: McpHandler,
-  method: string | undefined,
-  url: URL | undefined,
-  path: string | undefined,
-): MetadataResponse | undefined {
-  return url && handler.authMetadataResponse(method ?? 'GET', url, path);
 }
 
 function writeMetadata(res: ServerResponse, { status, headers, body }: MetadataResponse): void {

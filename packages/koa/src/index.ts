@@ -1,5 +1,5 @@
 import type { Context, Middleware, Next } from 'koa';
-import { handleNodeRequest, METADATA_PATH, type AuthInfo, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
+import { handleNodeRequest, METADATA_PATH, nodeMetadataRequest, type AuthInfo, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
 
 export interface McpKoaOptions {
   /**
@@ -46,8 +46,7 @@ export function mcpKoa(handler: McpHandler, options: McpKoaOptions = {}): Middle
   return async function mcpKitKoa(ctx: Context, next: Next): Promise<void> {
     // A handler with `auth`: its Protected Resource Metadata (RFC 9728), for `path` (auth/ in core).
     if (handler.options.auth && ctx.path.startsWith(METADATA_PATH)) {
-      const url = fullUrl(ctx);
-      const metadata = url && handler.authMetadataResponse(ctx.method, url, path);
+      const metadata = handler.authMetadataResponse(nodeMetadataRequest(ctx.req, ctx.originalUrl), path);
       if (!metadata) return next();
       ctx.status = metadata.status;
       ctx.set(metadata.headers);

@@ -1,4 +1,4 @@
-import { toFetchHandler, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
+import { toFetchHandler, webMetadataRequest, type GetAuthInfo, type McpHandler } from '@mcp-kit/core';
 import { cacheKey } from './cache.js';
 
 export interface McpNextOptions {
@@ -21,6 +21,12 @@ export interface McpNextOptions {
    * `dnsRebindingProtection: true` on the handler. Default: unknown.
    */
   localAddress?: string;
+  /**
+   * The port the server listens on (`next start -p`). A handler with `auth` and no
+   * `auth.resource` serves a loopback listener only, whose resource is made of `localAddress`
+   * and this port, never of the `Host` header. Default: unknown.
+   */
+  localPort?: number;
   /**
    * Keeps a serverless function alive while a call whose stream the tool closed, or a task, still
    * runs: Next's `after` by default (Next 15.1+, where `next/server` has it; not when the handler
@@ -78,6 +84,10 @@ export function mcpNext(handler: McpHandler, options: McpNextOptions = {}): McpR
 export interface McpNextAuthMetadataOptions {
   /** The MCP route's path. Default: the path of `auth.resource` if set, else `/mcp`. */
   path?: string;
+  /** As {@link McpNextOptions.localAddress}: where the server listens, for a handler without `auth.resource`. */
+  localAddress?: string;
+  /** As {@link McpNextOptions.localPort}. */
+  localPort?: number;
 }
 
 /** What `app/.well-known/oauth-protected-resource/[[...path]]/route.ts` exports. */
@@ -105,24 +115,12 @@ export function mcpNextAuthMetadata(handler: McpHandler, options: McpNextAuthMet
   if (!handler.options.auth) throw new TypeError('mcpNextAuthMetadata: the handler has no `auth` option, so there is no metadata to serve');
   const path = options.path ?? '/mcp';
   const route: McpRouteHandler = async function mcpAuthMetadataRoute(request) {
-    const metadata = handler.authMetadataResponse(request.method, addressed(request), path);
+    const metadata = handler.authMetadataResponse(webMetadataRequest(request, options), path);
     if (metadata) return new Response(metadata.body ?? null, { status: metadata.status, headers: metadata.headers });
     const error = { jsonrpc: '2.0', error: { code: -32000, message: 'Not Found: no protected resource metadata here' } };
     return new Response(JSON.stringify(error), { status: 404, headers: { 'content-type': 'application/json' } });
   };
   return { GET: route, HEAD: route, OPTIONS: route };
-}
-
-/**
- * The URL the client addressed: `next start` builds `request.url` from the host it listens on
- * (`localhost` for `-H 127.0.0.1`), not from the `Host` header, and the metadata's `resource` must
- * be on the origin the client called (as the core's fetch bridge does for MCP requests).
- */
-function addressed(request: Request): URL {
-  const url = new URL(request.url);
-  const host = request.headers.get('host');
-  if (host !== null && host !== url.host) url.host = host;
-  return url;
 }
 
 /** Next's own `after`, once `next/server` is loaded (`undefined` before 15.1, or outside Next). */

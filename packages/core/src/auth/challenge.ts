@@ -62,22 +62,10 @@ export function insufficientScope(needed: string[], resourceMetadata: string): R
   return refusal(403, 'insufficient_scope', description, resourceMetadata, needed);
 }
 
-/**
- * A request for a host this endpoint makes no resource of (no `auth.resource`, and a host outside
- * `allowedHosts`): RFC 9110's `421 Misdirected Request`, since no token could be checked for it.
- */
-export function misdirected(host: string): Rejection {
-  return reject(
-    421,
-    ErrorCode.ServerError,
-    `Misdirected Request: this server is no OAuth resource for host ${JSON.stringify(host.slice(0, 100))} (see auth.resource and allowedHosts)`,
-  );
-}
-
 /** The verifier failed (not the token): the authorization server may be unreachable. */
-export function verifierUnavailable(): Rejection {
+export function verifierUnavailable(retryAfterSec = 1): Rejection {
   return reject(503, ErrorCode.ServerError, 'Service Unavailable: the access token could not be checked now; retry later', {
-    'retry-after': '1',
+    'retry-after': String(retryAfterSec),
   });
 }
 

@@ -1,3 +1,5 @@
+import { AuthorizationServerUnavailable, Backoff } from './backoff.js';
+
 /**
  * An authorization server's metadata (RFC 8414), found from its issuer identifier: the
  * `oauth-authorization-server` well-known URL first, then OpenID Connect's `openid-configuration`
@@ -13,8 +15,6 @@ export interface AuthorizationServerMetadata {
 
 /** A metadata request that takes longer than this fails (and is tried again by a later request). */
 const TIMEOUT_MS = 5_000;
-/** A failed discovery is not tried again for this long: requests meanwhile get the same failure (503), not a request each. */
-const RETRY_AFTER_MS = 1_000;
 
 /** Where an issuer's metadata may be, in the order they are tried (RFC 8414 §3.1, then OpenID Connect's two forms). */
 export function discoveryUrls(issuer: string): string[] {
@@ -49,21 +49,43 @@ export async function fetchAuthorizationServerMetadata(issuer: string): Promise<
   throw new Error(`no authorization server metadata for ${issuer} (404 at ${tried.join(', ')})`);
 }
 
-/** One discovery per issuer and verifier, kept once it succeeded. */
+/**
+ * One discovery per issuer and verifier, kept once it succeeded. One request at a time; after a
+ * failure, none until the backoff says so (the requests meanwhile fail at once: `503`).
+ */
 export class Discovery {
-  private found: Promise<AuthorizationServerMetadata> | undefined;
-  private failedAt = 0;
+  private found: AuthorizationServerMetadata | undefined;
+  private fetching: Promise<AuthorizationServerMetadata> | undefined;
+  private lastError: unknown;
+  private readonly backoff = new Backoff();
 
   constructor(private readonly issuer: string) {}
 
   metadata(): Promise<AuthorizationServerMetadata> {
-    if (this.found && !(this.failedAt > 0 && Date.now() - this.failedAt >= RETRY_AFTER_MS)) return this.found;
-    this.failedAt = 0;
-    const found = fetchAuthorizationServerMetadata(this.issuer);
-    this.found = found;
-    found.catch(() => {
-      if (this.found === found) this.failedAt = Date.now();
-    });
-    return found;
+    if (this.found) return Promise.resolve(this.found);
+    if (this.fetching) return this.fetching;
+    if (!this.backoff.open) {
+      return Promise.reject(
+        AuthorizationServerUnavailable.backingOff('the authorization server metadata request', this.backoff, this.lastError),
+      );
+    }
+    const fetching = fetchAuthorizationServerMetadata(this.issuer).then(
+      (metadata) => {
+        this.found = metadata;
+        this.backoff.succeeded();
+        return metadata;
+      },
+      (error: unknown) => {
+        this.lastError = error;
+        this.backoff.failed();
+        throw error;
+      },
+    );
+    this.fetching = fetching;
+    void fetching.then(
+      () => (this.fetching = undefined),
+      () => (this.fetching = undefined),
+    );
+    return fetching;
   }
 }

@@ -1,4 +1,5 @@
 import type { AuthInfo } from '../ports/mcp.js';
+import { AuthorizationServerUnavailable, Backoff } from './backoff.js';
 import { Discovery } from './discovery.js';
 import { InvalidTokenError } from './errors.js';
 import type { TokenVerifier } from './options.js';
@@ -25,6 +26,18 @@ export interface IntrospectionVerifierOptions {
   audience?: string | false;
   /** An introspection that takes longer than this fails (`503`). Default `5_000` ms. */
   timeoutMs?: number;
+  /**
+   * How long an inactive token's answer is reused, in ms: a client (or an attacker) that sends
+   * a dead token again costs the authorization server nothing more. Default `5_000`.
+   */
+  inactiveCacheMs?: number;
+  /**
+   * Most introspections sent per second (tokens not answered from the cache): a flood of made-up
+   * opaque tokens costs the authorization server this much at most; tokens over it get `503` with
+   * `Retry-After`. A failing endpoint is asked again after 1 s, then twice as long after each
+   * failure (up to a minute), and tokens not in the cache meanwhile get `503`. Default `50`.
+   */
+  maxPerSecond?: number;
 }
 
 interface Introspected {
@@ -41,6 +54,62 @@ interface Introspected {
 
 /** Most answers kept at once; the oldest goes first. */
 const MAX_CACHED = 10_000;
+
+const INACTIVE = 'the access token is not active (expired, revoked or unknown)';
+
+/**
+ * Introspections as the authorization server can bear them: none during a failure's backoff, at
+ * most `rate` a second otherwise; what may not be sent now fails at once (`503`).
+ */
+class Paced {
+  private readonly budget: PerSecond;
+  private readonly backoff = new Backoff();
+  private lastError: unknown;
+
+  constructor(rate: number) {
+    this.budget = new PerSecond(rate);
+  }
+
+  async send<T>(request: () => Promise<T>): Promise<T> {
+    if (!this.backoff.open) throw AuthorizationServerUnavailable.backingOff('token introspection', this.backoff, this.lastError);
+    if (!this.budget.take()) {
+      throw new AuthorizationServerUnavailable("token introspection: this second's introspections (maxPerSecond) are spent", 1);
+    }
+    try {
+      const answered = await request();
+      this.backoff.succeeded();
+      return answered;
+    } catch (error) {
+      this.lastError = error;
+      this.backoff.failed();
+      throw error;
+    }
+  }
+}
+
+/**
+ * A budget of requests per second, refilled continuously (a token bucket that holds one second's
+ * worth): {@link take} says whether one more may go now.
+ */
+class PerSecond {
+  private tokens: number;
+  private at = Date.now();
+
+  constructor(private readonly rate: number) {
+    if (!Number.isFinite(rate) || rate <= 0)
+      throw new TypeError(`introspectionVerifier: maxPerSecond must be a positive number, got ${rate}`);
+    this.tokens = rate;
+  }
+
+  take(): boolean {
+    const now = Date.now();
+    this.tokens = Math.min(this.rate, this.tokens + ((now - this.at) / 1000) * this.rate);
+    this.at = now;
+    if (this.tokens < 1) return false;
+    this.tokens--;
+    return true;
+  }
+}
 
 /**
  * Verifies opaque access tokens by asking the authorization server (RFC 7662 token introspection):
@@ -68,10 +137,14 @@ export function introspectionVerifier(options: IntrospectionVerifierOptions): To
   const discovery = issuer === undefined ? undefined : new Discovery(issuer);
   // RFC 6749 §2.3.1: each part form-encoded before the Basic encoding.
   const basic = `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64')}`;
+  const inactiveCacheMs = options.inactiveCacheMs ?? 5_000;
   const cache = new Map<string, { info: AuthInfo; until: number; audience: unknown }>();
+  /** Tokens the server called inactive lately, until when. */
+  const inactive = new Map<string, number>();
   const pending = new Map<string, Promise<{ answer: Introspected; at: number }>>();
+  const paced = new Paced(options.maxPerSecond ?? 50);
 
-  const introspect = async (token: string): Promise<{ answer: Introspected; at: number }> => {
+  const ask = async (token: string): Promise<{ answer: Introspected; at: number }> => {
     const url = endpoint ?? (await discovery!.metadata()).introspection_endpoint;
     if (typeof url !== 'string') throw new Error(`the metadata of ${issuer} has no introspection_endpoint`);
     const response = await fetch(url, {
@@ -80,24 +153,36 @@ export function introspectionVerifier(options: IntrospectionVerifierOptions): To
       body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
       signal: AbortSignal.timeout(timeoutMs),
     });
-    if (!response.ok) throw new Error(`token introspection at ${url} answered ${response.status}`);
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new Error(`token introspection at ${url} answered ${response.status}`);
+    }
     return { answer: (await response.json()) as Introspected, at: Date.now() };
   };
+  const introspect = (token: string) => paced.send(() => ask(token));
 
   return async function verifyByIntrospection(token, ctx): Promise<AuthInfo> {
     const audience = options.audience === undefined ? ctx.resource : options.audience;
+    const now = Date.now();
     const cached = cache.get(token);
-    if (cached && cached.until > Date.now()) {
+    if (cached && cached.until > now) {
       checkAudience(cached.audience, audience);
       return cached.info;
     }
     if (cached) cache.delete(token);
+    const dead = inactive.get(token);
+    if (dead !== undefined && dead > now) throw new InvalidTokenError(INACTIVE);
+    if (dead !== undefined) inactive.delete(token);
     let asking = pending.get(token);
     if (!asking) {
       asking = introspect(token).finally(() => pending.delete(token));
       pending.set(token, asking);
     }
     const { answer, at } = await asking;
+    if (answer?.active !== true && inactiveCacheMs > 0) {
+      if (inactive.size >= MAX_CACHED) inactive.delete(inactive.keys().next().value!);
+      inactive.set(token, at + inactiveCacheMs);
+    }
     const info = activeInfo(token, answer, issuer, ctx.resource);
     checkAudience(answer.aud, audience);
     const until = Math.min(at + cacheMs, typeof answer.exp === 'number' ? answer.exp * 1000 : Infinity);
@@ -110,7 +195,7 @@ export function introspectionVerifier(options: IntrospectionVerifierOptions): To
 }
 
 function activeInfo(token: string, answer: Introspected, issuer: string | undefined, resource: string): AuthInfo {
-  if (answer?.active !== true) throw new InvalidTokenError('the access token is not active (expired, revoked or unknown)');
+  if (answer?.active !== true) throw new InvalidTokenError(INACTIVE);
   const now = Date.now() / 1000;
   if (typeof answer.exp === 'number' && answer.exp <= now) throw new InvalidTokenError('the access token expired');
   if (typeof answer.nbf === 'number' && answer.nbf > now + 5) throw new InvalidTokenError('the access token is not valid yet');

@@ -1,7 +1,8 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { errors, jwtVerify, type JWTPayload } from 'jose';
 import type { AuthInfo } from '../ports/mcp.js';
 import { Discovery } from './discovery.js';
 import { InsufficientScopeError, InvalidTokenError } from './errors.js';
+import { KeySet } from './jwks.js';
 import type { TokenVerifier } from './options.js';
 
 /** Options of {@link jwtVerifier}: whose tokens, for which audience, signed how. */
@@ -21,17 +22,29 @@ export interface JwtVerifierOptions {
    */
   jwksUri?: string;
   /**
-   * Leeway for `nbf` (a token issued by a clock a little ahead), in seconds. Default `5`. Not for
-   * `exp`: the resource server refuses a token from its `exp` on whatever the verifier says, as
-   * the SDK's `requireBearerAuth` does; a client refreshes it then.
+   * Leeway for `nbf` and `iat` (a token issued by a clock a little ahead), in seconds. Default `5`.
+   * Not for `exp`: the resource server refuses a token from its `exp` on whatever the verifier
+   * says, as the SDK's `requireBearerAuth` does; a client refreshes it then.
    */
   clockToleranceSec?: number;
   /**
    * A token naming a key the cached JWKS lacks makes the JWKS be fetched again, at most once per
    * this many ms (a flood of tokens with made-up key ids must not become a flood of requests to the
-   * issuer). An issuer that rotates keys publishes the new one before signing with it. Default `30_000`.
+   * issuer). An issuer that rotates keys publishes the new one before signing with it. A failing
+   * JWKS or metadata endpoint is asked again after 1 s, then twice as long after each failure (up
+   * to a minute); meanwhile the keys it served last keep verifying tokens (up to an hour after
+   * they were fetched), and a token they cannot verify gets `503`. Default `30_000`.
    */
   jwksCooldownMs?: number;
+  /**
+   * The JWS `typ` a token must have. Default: `at+jwt` (RFC 9068), `JWT`, or none, since most
+   * providers' default access tokens are not typed `at+jwt` (Auth0's default profile, Entra ID
+   * and Keycloak say `JWT`; Okta and Cognito say none); any other type (an ID token's
+   * `id_token+jwt`, a logout token's) is refused. `'at+jwt'` accepts RFC 9068 access tokens only
+   * (Auth0's "RFC 9068" profile, Keycloak with its `at+jwt` client setting, oidc-provider): an
+   * ID token signed by the same issuer can then never pass, whatever its audience.
+   */
+  typ?: 'at+jwt';
   /**
    * How long a token's verification is reused, in ms (never past its `exp`): a client sends the
    * same token on every request, and checking an ES256 or RS256 signature costs more than the
@@ -48,10 +61,13 @@ const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256
 /**
  * Verifies JWT access tokens (RFC 9068) with `jose` against the issuer's JWKS: fetched once (from
  * the issuer's metadata unless `jwksUri` is given), cached, and fetched again when a token names a
- * key it does not hold (at most every `jwksCooldownMs`). Checks the signature, the algorithm (pinned), `iss`
- * (exactly), `aud` (the resource), `exp` and `nbf`. The identity: `clientId` from `client_id`
- * (or `azp`), `scopes` from `scope` (or `scp`), `expiresAt` from `exp`, and every claim in
- * `extra` (so `extra.sub` is the user).
+ * key it does not hold (at most every `jwksCooldownMs`; a failing issuer is asked with backoff).
+ * Checks the token's one spelling (base64url without padding), the signature, the algorithm
+ * (pinned), `typ`, `iss` (exactly), `aud` (the resource), `exp` (required), `nbf` and `iat`. The
+ * identity: `clientId` from `client_id` (or `azp`, Okta's `cid`, Entra ID v1's `appid`), `scopes`
+ * from `scope` (or `scp`, a string or an array), `expiresAt` from `exp`, and every claim in
+ * `extra` (so `extra.sub` is the user). A token naming neither a subject nor a client is refused
+ * by the resource server.
  *
  * @example
  * ```ts source="../../examples/core.examples.ts#jwtVerifier"
@@ -70,36 +86,41 @@ export function jwtVerifier(options: JwtVerifierOptions): TokenVerifier {
   ) {
     throw new TypeError(`jwtVerifier: algorithms must list signature algorithms, never "none"; got ${JSON.stringify(options.algorithms)}`);
   }
+  if (options.typ !== undefined && options.typ !== 'at+jwt') {
+    throw new TypeError(`jwtVerifier: typ must be 'at+jwt' (or left out), got ${JSON.stringify(options.typ)}`);
+  }
   const clockTolerance = options.clockToleranceSec ?? 5;
   const verified = new VerifiedTokens(options.cacheMs ?? 60_000);
   const required = options.requiredScopes ?? [];
-  const remote = { cooldownDuration: options.jwksCooldownMs ?? 30_000 };
+  const types = options.typ === 'at+jwt' ? STRICT_TYPES : TYPES;
   const discovery = options.jwksUri === undefined ? new Discovery(issuer) : undefined;
-  let keys: Promise<JWTVerifyGetKey> | undefined;
-  const jwks = (): Promise<JWTVerifyGetKey> => {
-    if (keys) return keys;
-    const made = discovery
-      ? discovery.metadata().then((metadata) => {
-          if (typeof metadata.jwks_uri !== 'string') throw new Error(`the metadata of ${issuer} has no jwks_uri`);
-          return createRemoteJWKSet(new URL(metadata.jwks_uri), remote);
-        })
-      : Promise.resolve(createRemoteJWKSet(new URL(options.jwksUri!), remote));
-    keys = made;
-    // A failed discovery is tried again by a later request (the Discovery paces it).
-    made.catch(() => {
-      if (keys === made) keys = undefined;
-    });
-    return made;
+  const jwksUri = async (): Promise<string> => {
+    if (!discovery) return options.jwksUri!;
+    const metadata = await discovery.metadata();
+    if (typeof metadata.jwks_uri !== 'string') throw new Error(`the metadata of ${issuer} has no jwks_uri`);
+    return metadata.jwks_uri;
   };
+  const keys = new KeySet(jwksUri, options.jwksCooldownMs ?? 30_000);
+  const verify = { issuer, algorithms, clockTolerance, requiredClaims: ['exp'] };
   return async function verifyJwt(token, ctx): Promise<AuthInfo> {
     let info = verified.get(token, ctx.resource);
     if (!info) {
-      const getKey = await jwks();
+      if (!isCompactJws(token)) throw new InvalidTokenError('the access token is not a valid JWT');
       let payload: JWTPayload;
+      let typ: unknown;
       try {
-        ({ payload } = await jwtVerify(token, getKey, { issuer, audience: options.audience ?? ctx.resource, algorithms, clockTolerance }));
+        ({
+          payload,
+          protectedHeader: { typ },
+        } = await jwtVerify(token, keys.getKey, { ...verify, audience: options.audience ?? ctx.resource }));
       } catch (error) {
         throw refusalOf(error);
+      }
+      if (!types.has(typeof typ === 'string' ? typ.toLowerCase().replace(/^application\//, '') : undefined)) {
+        throw new InvalidTokenError('the access token is not typed as an access token (typ)');
+      }
+      if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + clockTolerance) {
+        throw new InvalidTokenError('the access token is not valid yet (issued in the future)');
       }
       info = authInfoOf(token, payload, ctx.resource);
       verified.set(token, ctx.resource, info);
@@ -107,6 +128,25 @@ export function jwtVerifier(options: JwtVerifierOptions): TokenVerifier {
     if (required.length > 0 && !required.every((s) => info.scopes.includes(s))) throw new InsufficientScopeError(required);
     return { ...info };
   };
+}
+
+/** The `typ` values accepted (lower-cased, without `application/`; `undefined`: none given): RFC 9068's, or also the untyped kinds most providers issue. */
+const STRICT_TYPES = new Set<string | undefined>(['at+jwt']);
+const TYPES = new Set<string | undefined>(['at+jwt', 'jwt', undefined]);
+
+/** A base64url part (RFC 7515 §2: no padding) that decodes to bytes in one way only: its unused last bits are zero. */
+function isCanonicalPart(part: string): boolean {
+  if (!/^[A-Za-z0-9_-]+$/.test(part) || part.length % 4 === 1) return false;
+  const last = BASE64URL.indexOf(part[part.length - 1]!);
+  return part.length % 4 === 2 ? (last & 0x0f) === 0 : part.length % 4 === 3 ? (last & 0x03) === 0 : true;
+}
+
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/** A JWS in compact serialization, each of its three parts in its one spelling: a token has one form, and one cache entry. */
+function isCompactJws(token: string): boolean {
+  const parts = token.split('.');
+  return parts.length === 3 && parts.every(isCanonicalPart);
 }
 
 /** Most verifications kept at once (a token is a few hundred bytes); the oldest goes first. */
@@ -139,7 +179,9 @@ class VerifiedTokens {
 
 /** The identity a verified JWT stands for, in the SDK's `AuthInfo` shape. */
 function authInfoOf(token: string, payload: JWTPayload, resource: string): AuthInfo {
-  const clientId = [payload.client_id, payload.azp].find((c): c is string => typeof c === 'string') ?? '';
+  // RFC 9068's client_id; OpenID Connect's azp (Auth0's default profile, Entra ID v2, Keycloak); Okta's cid; Entra ID v1's appid.
+  const clientId =
+    [payload.client_id, payload.azp, payload.cid, payload.appid].find((c): c is string => typeof c === 'string' && c !== '') ?? '';
   const scope = payload.scope ?? payload.scp;
   const scopes =
     typeof scope === 'string' ? scope.split(' ').filter(Boolean) : Array.isArray(scope) ? scope.filter((s) => typeof s === 'string') : [];
@@ -156,6 +198,7 @@ function refusalOf(error: unknown): Error {
     if (error.claim === 'nbf' || error.claim === 'iat') return new InvalidTokenError('the access token is not valid yet');
     if (error.claim === 'iss') return new InvalidTokenError('the access token was issued by another issuer');
     if (error.claim === 'aud') return new InvalidTokenError('the access token was issued for another resource (audience)');
+    if (error.claim === 'exp') return new InvalidTokenError('the access token has no expiry (exp)');
     return new InvalidTokenError(`the access token's ${error.claim} claim is not valid`);
   }
   if (error instanceof errors.JWSSignatureVerificationFailed) return new InvalidTokenError('the access token signature does not verify');

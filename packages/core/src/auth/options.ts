@@ -3,8 +3,10 @@ import type { AuthInfo } from '../ports/mcp.js';
 /** What a {@link TokenVerifier} is told about the request. */
 export interface VerifyContext {
   /**
-   * This endpoint's resource identifier (RFC 8707, RFC 9728): the `auth.resource` option, or the
-   * request's origin and MCP path. A token must have been issued for it (its audience).
+   * This endpoint's resource identifier (RFC 8707, RFC 9728) for the request: `auth.resource`
+   * (the one of them the request's `Host` names, when it lists several), or on a loopback listener
+   * without it, the listening address and MCP path. Never made of a request header. A token must
+   * have been issued for it (its audience).
    */
   resource: string;
 }
@@ -43,12 +45,21 @@ export interface AuthOptions {
   /** The issuers of the authorization servers whose tokens are accepted, as their metadata names them (listed in the metadata). */
   authorizationServers: string[];
   /**
-   * This endpoint's resource identifier, e.g. `'https://api.example.com/mcp'`: what clients ask
-   * tokens for and what a token's audience must be. Default: the request's origin and path (no
-   * query, no trailing `/`), as the adapter sees them; set it behind a proxy or a load balancer,
-   * where the instance's own URL is not the one clients use.
+   * This endpoint's resource identifier, the public URL clients use, e.g.
+   * `'https://api.example.com/mcp'`: what clients ask tokens for, what a token's audience must be
+   * (character for character), and what the metadata names whatever the request says. Behind a
+   * TLS-terminating proxy or a load balancer, the URL clients see, not the instance's own. A
+   * deployment reached under several names lists them: a request's `Host` then picks the one
+   * whose host and port it names (others are refused `403`), and a token must be for that one.
+   *
+   * Default: none, which serves requests that reach a loopback listener only (local development,
+   * a desktop app): their resource is `http://<Host name>:<listening port><MCP path>`, the Host
+   * being a name of `allowedHosts` and its port the listening one; any other request is refused
+   * `403` (and reported once). The node adapters read the listener from the socket; a fetch
+   * handler must be told it (`localAddress`, `localPort`). `Host`, `X-Forwarded-*` and
+   * `Forwarded` never make a resource.
    */
-  resource?: string;
+  resource?: string | string[];
   /** Checks each request's bearer token: {@link jwtVerifier}, {@link introspectionVerifier}, or your own. */
   verifier: TokenVerifier;
   /** Scopes every request needs (`403 insufficient_scope` without them). Default: none. */
@@ -68,7 +79,8 @@ export interface AuthOptions {
 /** {@link AuthOptions}, checked, with the defaults filled in. */
 export interface ResolvedAuth {
   authorizationServers: string[];
-  resource: string | undefined;
+  /** `resource` as a list: empty for the loopback default. */
+  resources: string[];
   verifier: TokenVerifier;
   scopes: string[];
   toolScopes: ReadonlyMap<string, string[]>;
@@ -90,16 +102,14 @@ export function resolveAuth(auth: AuthOptions): ResolvedAuth {
   if (typeof auth.verifier !== 'function') {
     throw new TypeError(`${OWNER}.verifier must be a function (token, { resource }) => Promise<AuthInfo>, e.g. jwtVerifier({ issuer })`);
   }
-  if (auth.resource !== undefined && !isResource(auth.resource)) {
-    throw new TypeError(`${OWNER}.resource must be an absolute http(s) URL without a fragment, got ${JSON.stringify(auth.resource)}`);
-  }
+  const resources = checkResources(auth.resource, OWNER);
   const scopes = scopeList(auth.scopes, 'scopes');
   const toolScopes = new Map<string, string[]>();
   for (const [tool, list] of Object.entries(auth.toolScopes ?? {})) toolScopes.set(tool, scopeList(list, `toolScopes.${tool}`));
   const named = [...new Set([...scopes, ...[...toolScopes.values()].flat()])];
   return {
     authorizationServers: [...servers],
-    resource: auth.resource,
+    resources,
     verifier: auth.verifier,
     scopes,
     toolScopes,
@@ -123,8 +133,38 @@ function isAbsoluteUrl(value: unknown): boolean {
   return typeof value === 'string' && URL.canParse(value);
 }
 
-function isResource(value: unknown): boolean {
-  if (typeof value !== 'string' || !URL.canParse(value)) return false;
+/**
+ * Checks `auth.resource` when the handler is created: one or more absolute http(s) URLs without a
+ * fragment, each telling itself apart from the others by host and port (a `Host` header carries no
+ * scheme: `http://a` and `https://a` are one name to it). Returns the list.
+ */
+function checkResources(value: unknown, owner: string): string[] {
+  const list = value === undefined ? [] : Array.isArray(value) ? value : [value];
+  if (Array.isArray(value) && value.length === 0) throw new TypeError(`${owner}.resource must name at least one URL, got []`);
+  for (const r of list) {
+    if (!isResource(r)) {
+      throw new TypeError(
+        `${owner}.resource must be an absolute http(s) URL without a fragment (or a list of them), got ${JSON.stringify(r)}`,
+      );
+    }
+  }
+  const seen = new Map<string, string>();
+  for (const r of list as string[]) {
+    const url = new URL(r);
+    const authority = `${url.hostname.toLowerCase()}:${url.port || 'default'}`;
+    const other = seen.get(authority);
+    if (other !== undefined) {
+      throw new TypeError(
+        `${owner}.resource lists ${JSON.stringify(other)} and ${JSON.stringify(r)}, which a Host header cannot tell apart (same host and port)`,
+      );
+    }
+    seen.set(authority, r);
+  }
+  return [...(list as string[])];
+}
+
+function isResource(value: unknown): value is string {
+  if (typeof value !== 'string' || !URL.canParse(value) || value.includes('#')) return false;
   const url = new URL(value);
-  return (url.protocol === 'https:' || url.protocol === 'http:') && url.hash === '' && !value.includes('#');
+  return url.protocol === 'https:' || url.protocol === 'http:';
 }

@@ -57,7 +57,7 @@ export class EngineContext {
 
   constructor(readonly options: ResolvedOptions) {
     this.registry = new SessionRegistry(options);
-    this.modern = new ModernServers(options, (message) => this.listeners.publish(message));
+    this.modern = new ModernServers(options, (message, principal) => this.listeners.publish(message, principal));
     this.instanceId = options.cluster?.instanceId ?? randomId();
     this.tasks = options.tasks ? new Tasks(this) : undefined;
     if (this.tasks) this.extensions[TASKS_EXTENSION] = {};

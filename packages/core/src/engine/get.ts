@@ -1,4 +1,4 @@
-import { parseWaitingCursor } from '../events/ids.js';
+import { parseEventId, parseWaitingCursor } from '../events/ids.js';
 import { ErrorCode, reject, sendRejection } from '../http/errors.js';
 import { checkAccept, header } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
@@ -28,6 +28,11 @@ export async function serveGet(ctx: EngineContext, req: CoreRequest, given: Core
   const resolving = resolveSession(ctx, req);
   const found = resolving instanceof Promise ? await resolving : resolving;
   if (found.kind === 'rejected') return sendRejection(res, found.rejection);
+  // A resumed stream carries its calls' results: its token needs their tools' scopes (auth/).
+  const cursor = resuming ? parseEventId(lastEventId) : undefined;
+  const sessionId = header(req.headers, 'mcp-session-id');
+  const scoped = cursor && sessionId !== undefined && ctx.options.auth?.checkResume(req, sessionId, cursor.streamId);
+  if (scoped && !scoped.ok) return sendRejection(res, scoped);
   // Only the cluster resolves a session to `moved` or `remote`.
   const cluster = ctx.cluster;
   // Draining in a cluster: no stream starts here; the client follows its session from another

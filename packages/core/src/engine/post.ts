@@ -7,6 +7,7 @@ import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import { serveModern, TASK_METHODS } from '../modern/serve.js';
+import { toolsCalled } from '../auth/resource-server.js';
 import { readJson } from './body.js';
 import { classifyPost, eraNotServed } from './classify.js';
 import { draining } from './drain.js';
@@ -36,7 +37,7 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   if (typeof era !== 'string') return sendRejection(res, era, readableId(body));
   if (!ctx.options.eras[era]) return sendRejection(res, eraNotServed(era, body, req.headers), readableId(body));
   // A tool that needs more scopes than the token has: 403 before a session or server sees the call (auth/).
-  const scoped = ctx.options.auth?.checkToolScopes(req, body);
+  const scoped = ctx.options.auth?.checkRead(req, toolsCalled(body));
   if (scoped && !scoped.ok) return sendRejection(res, scoped, readableId(body));
   if (ctx.options.telemetry.on) ctx.facts.set(req, factsOf(era, body));
   const sessionless = era === 'modern' || ctx.options.stateless || isInitialize(body);
@@ -213,6 +214,8 @@ async function respond(
   }
   const resumable = session.sessionId !== undefined;
   const stream = session.openRequestStream(parsed.requestIds, resumable, resumable && ctx.polling(version));
+  // Whoever resumes it reads the calls' results: with the scopes of their tools (auth/).
+  if (resumable) ctx.options.auth?.streamOpened(session.sessionId as string, stream.id, parsed.messages);
   const opened = session.openStream(stream, res, resumable);
   if (opened !== true && !(await opened)) return false;
   keepAlive(ctx.options, session, stream, req);

@@ -84,6 +84,54 @@ export interface HostCheck {
 
 export const LOCAL_HOSTS: readonly string[] = ['localhost', '127.0.0.1', '[::1]'];
 
+/** A `Host` header value, parsed: the name (lower-cased; an IPv6 literal keeps its brackets) and the port if it names one. */
+export interface HostPort {
+  hostname: string;
+  port: number | undefined;
+}
+
+/** RFC 3986 §3.2.2 reg-name, narrowed to unreserved characters (no percent-encoding or sub-delims: no name of ours has them). */
+const REG_NAME = /^[a-z0-9\-._~]+$/;
+const IPV6_LITERAL = /^\[[0-9a-f:.]+\]$/;
+
+/**
+ * Parses a `Host` header (RFC 9110 §7.2: `uri-host [ ":" port ]`), or `undefined` when it is not
+ * one: two values, a port that is not a number from 1 to 65535, a name with characters no host
+ * name has, an IPv6 address outside brackets. RFC 9112 §3.2 answers such a request `400`.
+ */
+export function parseHost(value: string | undefined): HostPort | undefined {
+  if (value === undefined || value.length === 0 || value.length > 300) return undefined;
+  const h = value.toLowerCase();
+  const close = h.startsWith('[') ? h.indexOf(']') : -1;
+  const colon = h.indexOf(':', close + 1);
+  const hostname = colon === -1 ? h : h.slice(0, colon);
+  let port: number | undefined;
+  if (colon !== -1) {
+    const digits = h.slice(colon + 1);
+    if (!/^[0-9]{1,5}$/.test(digits)) return undefined;
+    port = Number(digits);
+    if (port < 1 || port > 65_535) return undefined;
+  }
+  if (IPV6_LITERAL.test(hostname)) {
+    // The URL parser knows IPv6 syntax in full (and `::ffff:…` forms); a bracketed non-address fails it.
+    if (!URL.canParse(`http://${hostname}/`)) return undefined;
+  } else if (!REG_NAME.test(hostname)) return undefined;
+  return { hostname, port };
+}
+
+let lastParsedHost: string | undefined;
+
+/** A `Host` header that does not parse (see {@link parseHost}): `400`, before anything reads it. */
+export function checkHostSyntax(value: string | undefined): Verdict {
+  // A client sends the same Host on every request: the last one that parsed is not parsed again.
+  if (value === undefined || value === lastParsedHost) return OK;
+  if (parseHost(value)) {
+    lastParsedHost = value;
+    return OK;
+  }
+  return reject(400, ErrorCode.ServerError, `Bad Request: the Host header ${JSON.stringify(value.slice(0, 100))} is not a host[:port]`);
+}
+
 /** Host name of a `Host` header value, lower-cased, without port. */
 export function hostName(hostHeader: string): string {
   const h = hostHeader.trim().toLowerCase();

@@ -27,13 +27,15 @@ class Listener {
     readonly conn: SseConnection,
     private readonly serverInfo: Handshake['serverInfo'],
     readonly principal: string | undefined,
+    /** Whether the listen request's token may read what a call of `tool` returns (auth/): a task's result is one. */
+    private readonly mayRead: (tool: string | undefined) => boolean,
   ) {
     this.uris = new Set(filter.resourceSubscriptions ?? []);
     this.tasks = new Set(filter.taskIds ?? []);
   }
 
-  followsTask(taskId: string, principal: string | undefined): boolean {
-    return this.tasks.has(taskId) && principal === this.principal;
+  followsTask(task: { taskId: string; principal: string | undefined; tool?: string | undefined }): boolean {
+    return this.tasks.has(task.taskId) && task.principal === this.principal && this.mayRead(task.tool);
   }
 
   follows(taskId: string): boolean {
@@ -112,11 +114,12 @@ export class ListenStreams {
     honored: Filter,
     handshake: Handshake,
     principal: string | undefined,
+    mayRead: (tool: string | undefined) => boolean,
     live: Set<SseConnection>,
     maxBufferedBytes: number,
   ): void {
     const conn = new SseConnection(res.stream(SSE_HEADERS), maxBufferedBytes, (c) => c.end(), Date.now());
-    const listener = new Listener(id, honored, conn, handshake.serverInfo, principal);
+    const listener = new Listener(id, honored, conn, handshake.serverInfo, principal, mayRead);
     this.listeners.add(listener);
     live.add(conn);
     conn.onClose(() => {
@@ -126,18 +129,19 @@ export class ListenStreams {
     listener.send('notifications/subscriptions/acknowledged', { notifications: honored });
   }
 
-  publish(message: JSONRPCMessage): void {
+  /** A message of `principal`'s server that belongs to no request: to that principal's streams that ask for it. */
+  publish(message: JSONRPCMessage, principal: string | undefined): void {
     if (!('method' in message) || this.listeners.size === 0) return;
     const params = (message as { params?: Record<string, unknown> }).params;
-    for (const listener of this.listeners) if (listener.accepts(message.method, params)) listener.send(message.method, params);
+    for (const listener of this.listeners)
+      if (listener.principal === principal && listener.accepts(message.method, params)) listener.send(message.method, params);
   }
 
   /** A task changed: `notifications/tasks` (what `tasks/get` would answer now) to the streams that follow it. */
-  publishTask(task: { taskId: string; principal: string | undefined }, detailed: Record<string, unknown>): void {
+  publishTask(task: { taskId: string; principal: string | undefined; tool?: string | undefined }, detailed: Record<string, unknown>): void {
     if (this.listeners.size === 0) return;
     const { resultType: _resultType, ...params } = detailed;
-    for (const listener of this.listeners)
-      if (listener.followsTask(task.taskId, task.principal)) listener.send('notifications/tasks', params);
+    for (const listener of this.listeners) if (listener.followsTask(task)) listener.send('notifications/tasks', params);
   }
 
   /** Whether any stream here follows the task (whoever its principal). */

@@ -61,7 +61,7 @@ export async function serveModern(ctx: EngineContext, req: CoreRequest, res: Cor
   }
   let server: ModernServer;
   try {
-    server = await ctx.modern.acquire(envelope);
+    server = await ctx.modern.acquire(envelope, principalOf(req.authInfo));
   } catch (error) {
     // The client's declarations do not fit the server's schema: the request's fault, not ours.
     if (error instanceof HandshakeRefused) return sendRejection(res, reject(400, -32602, `Invalid _meta envelope: ${error.message}`), id);
@@ -69,7 +69,7 @@ export async function serveModern(ctx: EngineContext, req: CoreRequest, res: Cor
     return sendRejection(res, reject(500, ErrorCode.InternalError, 'Internal error: could not create the MCP server'), id);
   }
   if (message.method === 'server/discover') return sendResult(res, id, discoverResult(server.handshake, ctx.extensions));
-  if (message.method === 'subscriptions/listen') return listen(ctx, req, res, checked, server);
+  if (message.method === 'subscriptions/listen') return await listen(ctx, req, res, checked, server);
   dispatch(ctx, req, res, checked, server);
 }
 
@@ -140,13 +140,13 @@ function dispatch(ctx: EngineContext, req: CoreRequest, res: CoreResponder, run:
 
 const noPolling = (): boolean => false;
 
-function listen(
+async function listen(
   ctx: EngineContext,
   req: CoreRequest,
   res: CoreResponder,
   { message, envelope }: ModernRequest,
   server: ModernServer,
-): void {
+): Promise<void> {
   const capabilities = server.handshake.capabilities;
   const raw = (message.params as { notifications?: unknown }).notifications;
   const requested = (typeof raw === 'object' && raw !== null ? raw : {}) as Parameters<typeof ListenStreams.honored>[0];
@@ -154,9 +154,34 @@ function listen(
   if (wantsTasks && ctx.tasks && !declaresTasks(envelope)) return sendRejection(res, tasksRequired('listening to tasks'), message.id);
   if (!ListenStreams.announces(capabilities) && !(wantsTasks && ctx.tasks)) return sendRejection(res, notFound(message.method), message.id);
   const honored = ListenStreams.honored(requested, capabilities, ctx.tasks !== undefined);
+  const principal = principalOf(req.authInfo);
+  const { auth } = ctx.options;
+  // Each task's notifications carry its result at the end: the token needs its tool's scopes, as
+  // for tasks/get (auth/). Asked now of the tasks that exist, and of every task again as it is sent.
+  if (auth && honored.taskIds?.length) {
+    let tools: (string | undefined)[];
+    try {
+      tools = await toolsOfTasks(ctx, honored.taskIds, principal);
+    } catch (error) {
+      ctx.options.onError(asError(error, 'task store failed during subscriptions/listen'));
+      return sendRejection(res, unavailable('the task store'), message.id);
+    }
+    const scoped = auth.checkRead(req, tools);
+    if (!scoped.ok) return sendRejection(res, scoped, message.id);
+  }
+  const mayRead = auth ? (tool: string | undefined) => auth.mayRead(req.authInfo, tool) : () => true;
   const { live } = ctx.registry;
-  ctx.listeners.open(res, message.id, honored, server.handshake, principalOf(req.authInfo), live, ctx.options.maxBufferedBytes);
+  ctx.listeners.open(res, message.id, honored, server.handshake, principal, mayRead, live, ctx.options.maxBufferedBytes);
 }
+
+/** The tools of the tasks of `principal` among `taskIds` (another principal's are as unknown as missing ones). */
+async function toolsOfTasks(ctx: EngineContext, taskIds: string[], principal: string | undefined): Promise<(string | undefined)[]> {
+  const records = await Promise.all(taskIds.slice(0, MAX_LISTENED_TASKS).map((id) => ctx.options.taskStore.get(id)));
+  return records.filter((task) => task !== undefined && task.principal === principal).map((task) => task!.tool);
+}
+
+/** Tasks of one listen request whose tools are looked up at once; any more are checked as their notifications go out. */
+const MAX_LISTENED_TASKS = 100;
 
 function notFound(method: string): Rejection {
   return reject(404, ModernErrorCode.MethodNotFound, `Method not found: ${method} is not part of protocol revision 2026-07-28`);

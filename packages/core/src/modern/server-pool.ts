@@ -24,9 +24,11 @@ export interface Handshake {
 /** How a tool asks to run as a task (see {@link taskTool}). */
 export type TaskMode = 'required' | 'preferred';
 
-/** One server serving 2026-era requests for clients that declare the same capabilities and identity. */
+/** One server serving 2026-era requests of one principal's clients that declare the same capabilities. */
 export interface ModernServer {
   readonly key: string;
+  /** Whose requests it serves (`undefined` without auth): what it keeps between them is theirs only. */
+  readonly principal: string | undefined;
   readonly major: SdkMajor;
   readonly channel: ModernChannel;
   readonly handshake: Handshake;
@@ -41,9 +43,12 @@ const HANDSHAKE_VERSION = '2025-11-25';
 /**
  * The servers behind the 2026 era. There are no sessions, but both SDK majors keep what a client
  * declared (capabilities, client info) on the server instance, from a handshake. So a server is
- * built per distinct client identity, handshaken once with what the envelope declares, and then
+ * built per distinct client kind, handshaken once with what the envelope declares, and then
  * serves every request of clients that declare the same, concurrently, as a 2025 session's server
  * serves that session. A handful of client kinds means a handful of servers, not one per request.
+ * With `auth`, a server serves one principal only: whatever a server factory or its tools keep on
+ * the server between requests (a cache, a counter, a dynamically registered tool) is seen by the
+ * requests of the principal it was built for, as a 2025 session's server is its principal's alone.
  * Idle servers past `maxModernServers` are closed, least recently used first.
  */
 export class ModernServers {
@@ -51,15 +56,16 @@ export class ModernServers {
 
   constructor(
     private readonly options: ResolvedOptions,
-    private readonly broadcast: (message: JSONRPCMessage) => void,
+    /** Where a server's messages that belong to no request go: the listen streams of its principal. */
+    private readonly broadcast: (message: JSONRPCMessage, principal: string | undefined) => void,
   ) {}
 
-  /** The server for requests that carry `envelope`, built and handshaken on first use. */
-  acquire(envelope: Envelope): Promise<ModernServer> {
-    const key = identityKey(envelope);
+  /** The server for `principal`'s requests that carry `envelope`, built and handshaken on first use. */
+  acquire(envelope: Envelope, principal: string | undefined): Promise<ModernServer> {
+    const key = identityKey(envelope, principal);
     let entry = this.servers.get(key);
     if (entry === undefined) {
-      entry = this.build(key, envelope).then((server) => {
+      entry = this.build(key, envelope, principal).then((server) => {
         this.ready.set(key, server);
         return server;
       });
@@ -97,7 +103,7 @@ export class ModernServers {
     return n;
   }
 
-  private async build(key: string, envelope: Envelope): Promise<ModernServer> {
+  private async build(key: string, envelope: Envelope, principal: string | undefined): Promise<ModernServer> {
     const server: ConnectableServer = await this.options.server({ sessionId: undefined, restoring: false, era: 'modern' });
     if (!server || typeof (server as { connect?: unknown }).connect !== 'function') {
       throw new TypeError('createMcpHandler: the `server` factory must return an McpServer (or SDK Server) with connect()');
@@ -112,7 +118,7 @@ export class ModernServers {
           () => undefined,
         );
       }
-      this.broadcast(message);
+      this.broadcast(message, principal);
     };
     const channel = new ModernChannel(broadcast, (id, method) => refuseServerRequest(channel, id, method));
     channel.onclose = () =>
@@ -126,7 +132,7 @@ export class ModernServers {
     });
     const tools = handshake.capabilities.tools ? await listTools(channel) : { taskModes: new Map(), paramHeaders: new Map() };
     if (major === 'v2') bindModernEra(server, envelope.protocolVersion);
-    holder.built = { key, major, channel, handshake, tools, lastUsed: Date.now() };
+    holder.built = { key, principal, major, channel, handshake, tools, lastUsed: Date.now() };
     return holder.built;
   }
 
@@ -147,14 +153,14 @@ export class ModernServers {
 }
 
 /**
- * What makes one server unfit for another client: its declared capabilities (what the server may
- * ask of it, which extensions it speaks). Not `clientInfo`: a client that rotates its version
- * would get a server per request and push everyone else's out (issue 20, item 9). A tool reads the
- * client of a request from the request's `_meta`; the server's own idea of its client is the first
- * one of that kind.
+ * What makes one server unfit for another client: its principal (see {@link ModernServers}), and
+ * its declared capabilities (what the server may ask of it, which extensions it speaks). Not
+ * `clientInfo`: a client that rotates its version would get a server per request and push
+ * everyone else's out. A tool reads the client of a request from the request's `_meta`; the
+ * server's own idea of its client is the first one of that kind.
  */
-function identityKey(envelope: Envelope): string {
-  return JSON.stringify(envelope.clientCapabilities ?? null);
+function identityKey(envelope: Envelope, principal: string | undefined): string {
+  return `${principal ?? ''}\u0000${JSON.stringify(envelope.clientCapabilities ?? null)}`;
 }
 
 function closeWhenIdle(channel: ModernChannel): void {

@@ -177,7 +177,7 @@ export class Tasks implements TaskSignalListener {
     const found = message.method === 'tasks/get' ? await readThroughOutage(find, res) : await find();
     if (found === undefined) return sendRejection(res, reject(200, -32602, NOT_FOUND), id);
     // Its own principal's token, but without the scopes its tool needs: 403, as for the call (auth/).
-    const scoped = this.ctx.options.auth?.checkTaskScopes(req, found.tool);
+    const scoped = this.ctx.options.auth?.checkRead(req, [found.tool]);
     if (scoped && !scoped.ok) return sendRejection(res, scoped, id);
     const store = this.ctx.options.taskStore;
     // The client has seen how its task ended: a drain no longer waits for it.

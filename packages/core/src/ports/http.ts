@@ -22,6 +22,10 @@ export interface CoreRequest {
   authInfo?: AuthInfo | undefined;
   /** Local address of the socket; a loopback address turns DNS-rebinding protection on (`'auto'`). */
   localAddress?: string | undefined;
+  /** Local port of the socket: without `auth.resource`, a loopback listener's resource is made of it. */
+  localPort?: number | undefined;
+  /** The connection itself is TLS (the socket's, never a forwarding header's say-so). */
+  tls?: boolean | undefined;
   /** The client's address, when the bridge knows it (`maxSessionsPerPrincipal` counts anonymous clients by it). */
   remoteAddress?: string | undefined;
   /** The fetch `Request` itself, when the bridge has one (SDK v2 handlers read it as `ctx.http.req`). */

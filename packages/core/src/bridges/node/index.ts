@@ -4,6 +4,7 @@ import { NodeCoreRequest, type NodeRequestOptions } from './request.js';
 import { NodeResponder } from './response.js';
 
 export type { NodeRequestOptions } from './request.js';
+export { nodeMetadataRequest } from './request.js';
 
 /**
  * Serves one `node:http` request with the MCP handler. Writes SSE straight to `res` (no

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { AuthInfo } from '../../ports/mcp.js';
+import type { MetadataRequest } from '../../auth/metadata.js';
 import type { BodyText, CoreRequest } from '../../ports/http.js';
 
 /** What an adapter on `node:http` (Express, Koa, plain http) knows beyond `req`/`res`. */
@@ -23,6 +24,8 @@ export class NodeCoreRequest implements CoreRequest {
   /** Replaced by the verified identity when the handler has `auth`. */
   authInfo: AuthInfo | undefined;
   readonly localAddress: string | undefined;
+  readonly localPort: number | undefined;
+  readonly tls: boolean;
   readonly remoteAddress: string | undefined;
   private given: URL | undefined;
 
@@ -36,6 +39,8 @@ export class NodeCoreRequest implements CoreRequest {
     this.hasParsedBody = options.hasParsedBody ?? false;
     this.authInfo = options.authInfo;
     this.localAddress = req.socket?.localAddress;
+    this.localPort = req.socket?.localPort;
+    this.tls = isTls(req);
     this.remoteAddress = req.socket?.remoteAddress;
     this.given = options.url;
   }
@@ -53,8 +58,28 @@ export class NodeCoreRequest implements CoreRequest {
 function urlOf(req: IncomingMessage): URL | undefined {
   const host = req.headers.host;
   if (host === undefined || req.url === undefined || !URL.canParse(req.url, `http://${host}`)) return undefined;
-  const scheme = (req.socket as { encrypted?: boolean } | undefined)?.encrypted ? 'https' : 'http';
-  return new URL(req.url, `${scheme}://${host}`);
+  return new URL(req.url, `${isTls(req) ? 'https' : 'http'}://${host}`);
+}
+
+/** Whether the request came over TLS: the socket's own word (an `https` server), not a header's. */
+function isTls(req: IncomingMessage): boolean {
+  return (req.socket as { encrypted?: boolean } | undefined)?.encrypted === true;
+}
+
+/**
+ * What the handler's metadata endpoint needs of a `node:http` request (see
+ * `McpHandler.authMetadataResponse`): `path` is its full path when a framework rewrote `req.url`
+ * (Express's `originalUrl` under a mount path).
+ */
+export function nodeMetadataRequest(req: IncomingMessage, path = req.url ?? '/'): MetadataRequest {
+  return {
+    method: req.method ?? 'GET',
+    path,
+    headers: req.headers,
+    localAddress: req.socket?.localAddress,
+    localPort: req.socket?.localPort,
+    tls: isTls(req),
+  };
 }
 
 function readNodeBody(req: IncomingMessage, limit: number): Promise<BodyText> {

@@ -2,7 +2,9 @@ import type { AuthInfo } from '../../ports/mcp.js';
 import type { McpHandler } from '../../handler.js';
 import type { GetAuthInfo } from '../../ports/http.js';
 import { METADATA_PATH } from '../../auth/metadata.js';
-import { addressedUrl, webCoreRequest } from './request.js';
+import { webCoreRequest, webMetadataRequest } from './request.js';
+
+export { webMetadataRequest } from './request.js';
 import { WebResponder } from './response.js';
 
 export interface FetchHandlerOptions {
@@ -13,6 +15,12 @@ export interface FetchHandlerOptions {
    * turns the Host/Origin check on; a fetch handler cannot see its socket, so say it here.
    */
   localAddress?: string;
+  /**
+   * The port the server listens on, when known. A handler with `auth` but no `auth.resource`
+   * serves a loopback listener only, whose resource is made of this port and `localAddress`
+   * (never of the `Host` header's port): without both it refuses every request.
+   */
+  localPort?: number;
   /**
    * The platform's `waitUntil`, called for each call and task that may outlive its response (see
    * the handler's `waitUntil` option), e.g. `after` from `next/server`. A call context's wins.
@@ -46,12 +54,12 @@ export function toFetchHandler(handler: McpHandler, options: FetchHandlerOptions
   return async function mcpFetchHandler(request, context) {
     // A handler with `auth` answers for its Protected Resource Metadata (RFC 9728) too.
     if (handler.options.auth && request.url.includes(METADATA_PATH)) {
-      const metadata = handler.authMetadataResponse(request.method, addressedUrl(request.url, request.headers.get('host') ?? undefined));
+      const metadata = handler.authMetadataResponse(webMetadataRequest(request, options));
       if (metadata) return new Response(metadata.body ?? null, { status: metadata.status, headers: metadata.headers });
     }
     const authInfo = context?.authInfo ?? (await options.getAuthInfo?.(request));
     return new Promise<Response>((resolve, reject) => {
-      const req = webCoreRequest(request, authInfo, options.localAddress);
+      const req = webCoreRequest(request, authInfo, options);
       req.waitUntil = context?.waitUntil ?? options.waitUntil;
       handler.handle(req, new WebResponder(resolve, request.signal)).catch(reject);
     });

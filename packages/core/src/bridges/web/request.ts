@@ -1,8 +1,15 @@
+import type { MetadataRequest } from '../../auth/metadata.js';
 import type { AuthInfo } from '../../ports/mcp.js';
 import type { BodyText, CoreRequest, HeaderMap } from '../../ports/http.js';
 
+/** What a fetch handler is told of the listener it serves (it cannot see its socket). */
+export interface Listener {
+  localAddress?: string | undefined;
+  localPort?: number | undefined;
+}
+
 /** A fetch `Request` as the core sees it. */
-export function webCoreRequest(request: Request, authInfo: AuthInfo | undefined, localAddress: string | undefined): CoreRequest {
+export function webCoreRequest(request: Request, authInfo: AuthInfo | undefined, listener: Listener): CoreRequest {
   const headers = headerMap(request);
   return {
     method: request.method,
@@ -10,8 +17,21 @@ export function webCoreRequest(request: Request, authInfo: AuthInfo | undefined,
     url: addressedUrl(request.url, headers.host as string),
     readBody: (limit) => readWebBody(request, limit),
     authInfo,
-    localAddress,
+    localAddress: listener.localAddress,
+    localPort: listener.localPort,
     request,
+  };
+}
+
+/** What the handler's metadata endpoint needs of a fetch `Request` (see `McpHandler.authMetadataResponse`). */
+export function webMetadataRequest(request: Request, listener: Listener = {}): MetadataRequest {
+  const url = new URL(request.url);
+  return {
+    method: request.method,
+    path: `${url.pathname}${url.search}`,
+    headers: headerMap(request),
+    localAddress: listener.localAddress,
+    localPort: listener.localPort,
   };
 }
 
