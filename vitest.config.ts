@@ -17,6 +17,8 @@ export default defineConfig({
       { find: /^@mcp-kit\/next$/, replacement: src('next') },
       { find: /^@mcp-kit\/koa$/, replacement: src('koa') },
       { find: /^@mcp-kit\/redis$/, replacement: src('redis') },
+      // The testbed has no build: its package exports its sources (`@mcp-kit/testbed/<module>`).
+      { find: /^@mcp-kit\/testbed\/(.+)$/, replacement: src('testbed', '$1') },
     ],
   },
   test: {

@@ -20,10 +20,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Browser, startAuthServer, type AuthServer } from '../tests/support/auth-server.js';
-import type { Instance } from '../tests/support/cluster.js';
-import { TestOAuthClient, Wire, type WireRequest } from '../tests/support/oauth-client.js';
-import { startProtectedApp } from '../tests/support/protected-app.js';
+import { Browser, startAuthServer, type AuthServer } from '@mcp-kit/testbed/auth-server';
+import type { Instance } from '@mcp-kit/testbed/cluster';
+import { TestOAuthClient, Wire, type WireRequest } from '@mcp-kit/testbed/oauth-client';
+import { startProtectedApp } from '@mcp-kit/testbed/protected-app';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const keep = process.argv.includes('--keep');

@@ -17,8 +17,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { startServerless, type ServerlessPlatform } from '../tests/support/serverless.js';
-import { figures, legacyClient, taskClient, type ClientRun } from '../tests/serverless/workload.js';
+import { startServerless, type ServerlessPlatform } from '@mcp-kit/testbed/serverless';
+import { figures, legacyClient, taskClient, type ClientRun } from '@mcp-kit/testbed/serverless-workload';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const once = process.argv.includes('--once');

@@ -9,11 +9,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
-import { Browser, startAuthServer, type AuthServer } from '../support/auth-server.js';
-import { EXAMPLE_APPS, type ExampleAppName, type Instance } from '../support/cluster.js';
-import { TestOAuthClient, Wire } from '../support/oauth-client.js';
-import { startProtectedApp } from '../support/protected-app.js';
-import { completed, POLLED_CLOSES, POLLED_TASK, LEGACY, MODERN, oneTo, stepOf } from '../clients/harness.js';
+import { Browser, startAuthServer, type AuthServer } from '@mcp-kit/testbed/auth-server';
+import { EXAMPLE_APPS, type ExampleAppName, type Instance } from '@mcp-kit/testbed/cluster';
+import { TestOAuthClient, Wire } from '@mcp-kit/testbed/oauth-client';
+import { startProtectedApp } from '@mcp-kit/testbed/protected-app';
+import { completed, POLLED_CLOSES, POLLED_TASK, LEGACY, MODERN, oneTo, stepOf } from '@mcp-kit/testbed/wire-log';
 
 const STREAMED = { steps: 5, intervalMs: 10 };
 

@@ -9,10 +9,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createMcpHandler, jwtVerifier, type AuthOptions, type McpHandler } from '@mcp-kit/core';
 import { fixtureServer, type FixtureSdk } from '@mcp-kit/fixtures';
-import { authTargets, type Served } from '../support/auth-targets.js';
-import { envelope, modernAnswer, modernRequest, routingHeaders } from '../support/modern.js';
-import { callTool, initializeRequest, PROTOCOL } from '../support/sse.js';
-import { startTokenIssuer, tamper, type TokenIssuer } from '../support/token-issuer.js';
+import { authTargets, type Served } from '@mcp-kit/testbed/auth-targets';
+import { envelope, modernAnswer, modernRequest, routingHeaders } from '@mcp-kit/testbed/modern';
+import { callTool, initializeRequest, PROTOCOL } from '@mcp-kit/testbed/sse';
+import { startTokenIssuer, tamper, type TokenIssuer } from '@mcp-kit/testbed/token-issuer';
 
 let issuer: TokenIssuer;
 beforeAll(async () => {

@@ -22,9 +22,9 @@ import {
 } from '@mcp-kit/core';
 import { mcpExpress, type McpExpressOptions } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { modernAnswer } from '../support/modern.js';
-import { initializeRequest, PROTOCOL, rawRequest } from '../support/sse.js';
-import { startTokenIssuer, type TokenIssuer } from '../support/token-issuer.js';
+import { modernAnswer } from '@mcp-kit/testbed/modern';
+import { initializeRequest, PROTOCOL, rawRequest } from '@mcp-kit/testbed/sse';
+import { startTokenIssuer, type TokenIssuer } from '@mcp-kit/testbed/token-issuer';
 
 let issuer: TokenIssuer;
 beforeAll(async () => {

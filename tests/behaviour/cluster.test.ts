@@ -19,10 +19,10 @@ import {
 } from '@mcp-kit/core';
 // By path: the root package does not depend on @mcp-kit/redis; the forwarder needs nothing of Redis.
 import { HttpForwarder } from '../../packages/redis/src/forward.js';
-import { inProcessAdapters, type Adapter, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
-import { callTool, errorOf, http, openSession } from '../support/sse.js';
-import { RawSession, splitId, toolCall, type RawSse } from '../reliability/client.js';
-import { ServerCounter, TwoPhase } from '../reliability/fixture.js';
+import { inProcessAdapters, type Adapter, type HarnessOptions, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { callTool, errorOf, http, openSession } from '@mcp-kit/testbed/sse';
+import { RawSession, splitId, toolCall, type RawSse } from '@mcp-kit/testbed/raw-client';
+import { ServerCounter, TwoPhase } from '@mcp-kit/testbed/probes';
 
 /** One memory store seen by every instance, with an in-process live tail (what Redis pub/sub does). */
 class SharedStore {

@@ -8,9 +8,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { closeSSEStream, createMcpHandler, toFetchHandler } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { inProcessAdapters, nextAdapter, type ServerUnderTest } from '../support/adapters.js';
-import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
-import { callTool, http, initializeRequest, openSession, PROTOCOL, type SseBlock, type SseStream } from '../support/sse.js';
+import { inProcessAdapters, nextAdapter, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { envelope, modernAnswer, modernPost, modernRequest } from '@mcp-kit/testbed/modern';
+import { callTool, http, initializeRequest, openSession, PROTOCOL, type SseBlock, type SseStream } from '@mcp-kit/testbed/sse';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const withTasks = envelope({ 'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } } });

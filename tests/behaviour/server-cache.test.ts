@@ -8,9 +8,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { McpHandlerOptions } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
-import { registerAskName } from '../support/ask-name.js';
-import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
+import { inProcessAdapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { registerAskName } from '@mcp-kit/testbed/ask-name';
+import { envelope, modernAnswer, modernPost, modernRequest } from '@mcp-kit/testbed/modern';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 

@@ -3,7 +3,7 @@
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryEventStore, type EventStore } from '@mcp-kit/core';
-import { adapters, inProcessAdapters, sharedStarts, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
+import { adapters, inProcessAdapters, sharedStarts, type HarnessOptions, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
 import {
   callTool,
   errorOf,
@@ -14,7 +14,7 @@ import {
   rawRequest,
   type McpHttp,
   type SseBlock,
-} from '../support/sse.js';
+} from '@mcp-kit/testbed/sse';
 
 const TOKEN = /^[A-Za-z0-9_-]{22}$/;
 const seqOf = (id: string | undefined) => Number(id!.split('.')[1]);

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { expectModernWire, fixtures, LEGACY, MODERN, serve, SIMPLE_TEXT, WireLog } from './harness.js';
+import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { expectModernWire, fixtures, LEGACY, MODERN, serve, SIMPLE_TEXT, WireLog } from '@mcp-kit/testbed/wire-log';
 
 type Mode = 'legacy' | 'auto' | { pin: string };
 

@@ -9,9 +9,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/client';
 import type { TaskEnabledSession, TaskView } from '@modelcontextprotocol/ext-tasks/client';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { connectTaskSession, modernAnswer, modernPost, modernRequest, envelope } from '../support/modern.js';
-import { completed, fixtures, serve } from './harness.js';
+import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { connectTaskSession, modernAnswer, modernPost, modernRequest, envelope } from '@mcp-kit/testbed/modern';
+import { completed, fixtures, serve } from '@mcp-kit/testbed/wire-log';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const clientInfo = { name: 'mcp-kit-ext-tasks-client', version: '1.0.0' };

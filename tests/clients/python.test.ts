@@ -8,8 +8,8 @@
  */
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adapters, type Adapter, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
-import { pythonVenv, runPythonJson } from '../support/python.js';
+import { adapters, type Adapter, type HarnessOptions, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { pythonVenv, runPythonJson } from '@mcp-kit/testbed/python';
 import {
   completed,
   fixtures,
@@ -23,7 +23,7 @@ import {
   SIMPLE_TEXT,
   STREAMED_TASK,
   UNCLOSABLE_TASK,
-} from './harness.js';
+} from '@mcp-kit/testbed/wire-log';
 
 const script = fileURLToPath(new URL('./python_client.py', import.meta.url));
 const REQUIREMENTS = ['mcp==2.3.0'];

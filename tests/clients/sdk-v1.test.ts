@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
+import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
 import {
   completed,
   expectLegacyWire,
@@ -20,7 +20,7 @@ import {
   SIMPLE_TEXT,
   stepOf,
   WireLog,
-} from './harness.js';
+} from '@mcp-kit/testbed/wire-log';
 
 async function connect(url: string) {
   const wire = new WireLog();

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
+import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
 import {
   completed,
   expectLegacyWire,
@@ -23,7 +23,7 @@ import {
   STREAMED_TASK,
   UNCLOSABLE_TASK,
   WireLog,
-} from './harness.js';
+} from '@mcp-kit/testbed/wire-log';
 
 type Mode = 'legacy' | 'auto' | { pin: string };
 

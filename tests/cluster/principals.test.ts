@@ -15,11 +15,11 @@ import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { createRedisClient, createRedisScaleOut, whenReady } from '@mcp-kit/redis';
-import { freePort, startRedis, type TestRedis } from '../support/redis.js';
-import { CLUSTER_MODE } from '../support/cluster.js';
+import { freePort, startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { CLUSTER_MODE } from '@mcp-kit/testbed/cluster';
 
 const SHARED = CLUSTER_MODE === 'shared';
-import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { callTool, http, initializeRequest, PROTOCOL } from '@mcp-kit/testbed/sse';
 
 const HEARTBEAT_MS = 500;
 

@@ -8,8 +8,8 @@
  * its `initialize` is answered.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { callTool, http, initializeRequest, parseBlock, PROTOCOL } from '../support/sse.js';
+import { startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { callTool, http, initializeRequest, parseBlock, PROTOCOL } from '@mcp-kit/testbed/sse';
 
 let cluster: TestCluster;
 let a: Instance;

@@ -7,8 +7,8 @@
  * leave it to its own timeout; meanwhile A serves the session's other requests.
  */
 import { afterEach, expect, it } from 'vitest';
-import { startSharedPair } from '../support/shared-pair.js';
-import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { startSharedPair } from '@mcp-kit/testbed/shared-pair';
+import { callTool, http, initializeRequest, PROTOCOL } from '@mcp-kit/testbed/sse';
 
 const BUS = /mcp-kit:bus:/;
 

@@ -8,8 +8,8 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient } from '@mcp-kit/redis';
-import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { callTool, http, openSession, PROTOCOL } from '../support/sse.js';
+import { startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { callTool, http, openSession, PROTOCOL } from '@mcp-kit/testbed/sse';
 
 const HEARTBEAT_MS = 300;
 

@@ -9,9 +9,9 @@
  * redis-restart (Redis restarted empty): a raw chaos client's resume answered 410.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startCluster, type TestCluster } from '../support/cluster.js';
-import { redisCommand } from '../support/redis-command.js';
-import { callTool, http, initializeRequest, parseBlock, PROTOCOL } from '../support/sse.js';
+import { startCluster, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { redisCommand } from '@mcp-kit/testbed/redis-command';
+import { callTool, http, initializeRequest, parseBlock, PROTOCOL } from '@mcp-kit/testbed/sse';
 
 let cluster: TestCluster;
 beforeAll(async () => {

@@ -28,14 +28,14 @@
  * through 30 s.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '../support/cluster.js';
-import { freePort, startRedis, type TestRedis } from '../support/redis.js';
-import { startNetFaultProxy, type NetFaultProxy } from '../support/net-faults.js';
-import { oneTo, type LongTask } from '../cluster/clients.js';
-import { RawSession, RawSse, toolCall } from '../reliability/client.js';
-import { seedFor } from '../reliability/random.js';
-import { PROTOCOL } from '../support/sse.js';
-import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
+import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '@mcp-kit/testbed/cluster';
+import { freePort, startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { startNetFaultProxy, type NetFaultProxy } from '@mcp-kit/testbed/net-faults';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/clients';
+import { RawSession, RawSse, toolCall } from '@mcp-kit/testbed/raw-client';
+import { seedFor } from '@mcp-kit/testbed/random';
+import { PROTOCOL } from '@mcp-kit/testbed/sse';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from '../support/raw-chaos.js';
 import {
   CLIENT_TIMEOUT_MS,
   connectOutageClients,
@@ -44,7 +44,7 @@ import {
   timelineOf,
   type OutageClient,
   type OutageKind,
-} from './outage-clients.js';
+} from '@mcp-kit/testbed/outage-clients';
 
 const LONG = process.env.LONG === '1';
 // The example apps' own heartbeat (2 s: an instance counts as gone 6 s after its last beat), as a

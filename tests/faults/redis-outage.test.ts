@@ -15,12 +15,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, type TestCluster } from '../support/cluster.js';
-import { oneTo, type LongTask } from '../cluster/clients.js';
-import { pythonVenv, runPythonJson } from '../support/python.js';
-import { seedFor } from '../reliability/random.js';
-import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
-import { CLIENT_TIMEOUT_MS, connectOutageClients, isTaskClient, stepsReached, timelineOf, type OutageClient } from './outage-clients.js';
+import { startCluster, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/clients';
+import { pythonVenv, runPythonJson } from '@mcp-kit/testbed/python';
+import { seedFor } from '@mcp-kit/testbed/random';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from '../support/raw-chaos.js';
+import {
+  CLIENT_TIMEOUT_MS,
+  connectOutageClients,
+  isTaskClient,
+  stepsReached,
+  timelineOf,
+  type OutageClient,
+} from '@mcp-kit/testbed/outage-clients';
 
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
 const CLIENTS = process.env.LONG === '1' ? 30 : 6; // of each kind

@@ -29,13 +29,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '../support/cluster.js';
-import { freePort } from '../support/redis.js';
-import { redisCommand } from '../support/redis-command.js';
-import { SENTINEL_NAME, startSentinels, type TestSentinels } from '../support/sentinel.js';
-import { oneTo, type LongTask } from '../cluster/clients.js';
-import { seedFor } from '../reliability/random.js';
-import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
+import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '@mcp-kit/testbed/cluster';
+import { freePort } from '@mcp-kit/testbed/redis';
+import { redisCommand } from '@mcp-kit/testbed/redis-command';
+import { SENTINEL_NAME, startSentinels, type TestSentinels } from '@mcp-kit/testbed/sentinel';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/clients';
+import { seedFor } from '@mcp-kit/testbed/random';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from '../support/raw-chaos.js';
 import {
   CLIENT_TIMEOUT_MS,
   connectOutageClients,
@@ -44,7 +44,7 @@ import {
   timelineOf,
   type OutageClient,
   type OutageKind,
-} from './outage-clients.js';
+} from '@mcp-kit/testbed/outage-clients';
 
 const LONG = process.env.LONG === '1';
 /** The SDK clients, by kind (see outage-clients.ts). */

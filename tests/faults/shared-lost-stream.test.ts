@@ -9,9 +9,9 @@
  * the resume ends the call with the lost-events error.
  */
 import { afterEach, expect, it } from 'vitest';
-import { redisCommand } from '../support/redis-command.js';
-import { startSharedPair } from '../support/shared-pair.js';
-import { callTool, http, initializeRequest, parseBlock, PROTOCOL } from '../support/sse.js';
+import { redisCommand } from '@mcp-kit/testbed/redis-command';
+import { startSharedPair } from '@mcp-kit/testbed/shared-pair';
+import { callTool, http, initializeRequest, parseBlock, PROTOCOL } from '@mcp-kit/testbed/sse';
 
 const started: Array<() => Promise<void>> = [];
 afterEach(async () => {

@@ -5,8 +5,8 @@
  * live on: once A is back, the session is gone there too (404), and the call A's copy ran has ended.
  */
 import { afterEach, expect, it } from 'vitest';
-import { startSharedPair } from '../support/shared-pair.js';
-import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { startSharedPair } from '@mcp-kit/testbed/shared-pair';
+import { callTool, http, initializeRequest, PROTOCOL } from '@mcp-kit/testbed/sse';
 
 /** What each test started, stopped in reverse order after it. */
 const started: Array<() => Promise<void>> = [];

@@ -9,9 +9,9 @@
  *   before it serves one, and never serves one unchecked: a failed check is made again.
  */
 import { afterEach, expect, it } from 'vitest';
-import type { RespFaultProxy } from '../support/resp-faults.js';
-import { startSharedPair } from '../support/shared-pair.js';
-import { http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import type { RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
+import { startSharedPair } from '@mcp-kit/testbed/shared-pair';
+import { http, initializeRequest, PROTOCOL } from '@mcp-kit/testbed/sse';
 
 const BUS = /mcp-kit:bus:/;
 

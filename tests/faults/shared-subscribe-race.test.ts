@@ -7,11 +7,11 @@
  * black-hole its bus subscriber's connection.
  */
 import { afterEach, expect, it } from 'vitest';
-import { instance } from '../support/cluster.js';
-import { redisCommand } from '../support/redis-command.js';
-import { freePort, startRedis } from '../support/redis.js';
-import { startRespFaultProxy } from '../support/resp-faults.js';
-import { http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { instance } from '@mcp-kit/testbed/cluster';
+import { redisCommand } from '@mcp-kit/testbed/redis-command';
+import { freePort, startRedis } from '@mcp-kit/testbed/redis';
+import { startRespFaultProxy } from '@mcp-kit/testbed/resp-faults';
+import { http, initializeRequest, PROTOCOL } from '@mcp-kit/testbed/sse';
 
 const ENV = { CLUSTER: 'shared', HEARTBEAT_MS: '300', RETRY_MS: '100', LIVE_PAGE: '0' };
 const BUS = /mcp-kit:bus:/;

@@ -9,10 +9,10 @@
  *   meanwhile still reaches A's call.
  */
 import { afterEach, expect, it } from 'vitest';
-import { instance } from '../support/cluster.js';
-import { freePort, startRedis } from '../support/redis.js';
-import { startRespFaultProxy } from '../support/resp-faults.js';
-import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { instance } from '@mcp-kit/testbed/cluster';
+import { freePort, startRedis } from '@mcp-kit/testbed/redis';
+import { startRespFaultProxy } from '@mcp-kit/testbed/resp-faults';
+import { callTool, http, initializeRequest, PROTOCOL } from '@mcp-kit/testbed/sse';
 
 const HEARTBEAT_MS = 300;
 const ENV = { CLUSTER: 'shared', HEARTBEAT_MS: String(HEARTBEAT_MS), RETRY_MS: '100', LIVE_PAGE: '0' };

@@ -17,10 +17,10 @@
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computed } from '../../packages/fixtures/src/tasks/spec.js';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { MODERN } from '../support/modern.js';
-import { agent, RawSession, RawSse, send, toolCall } from './client.js';
-import { caseRng, count, LONG, type Rng, seedFor } from './random.js';
+import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { MODERN } from '@mcp-kit/testbed/modern';
+import { agent, RawSession, RawSse, send, toolCall } from '@mcp-kit/testbed/raw-client';
+import { caseRng, count, LONG, type Rng, seedFor } from '@mcp-kit/testbed/random';
 
 const RUNS = count(1_000, 100_000, 'FUZZ_MODERN_RUNS');
 /** `FUZZ_CASE=<i>` (with the run's `SEED`) replays one case and prints it whole. */

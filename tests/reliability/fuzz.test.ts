@@ -17,11 +17,11 @@ import {
   isJSONRPCResultResponse,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { PROTOCOL } from '../support/sse.js';
-import { agent, initialize, RawSession, RawSse, splitId, toolCall } from './client.js';
-import { registerRemember, registerWhoami, ServerCounter } from './fixture.js';
-import { count, LONG, seedFor } from './random.js';
+import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { PROTOCOL } from '@mcp-kit/testbed/sse';
+import { agent, initialize, RawSession, RawSse, splitId, toolCall } from '@mcp-kit/testbed/raw-client';
+import { registerRemember, registerWhoami, ServerCounter } from '@mcp-kit/testbed/probes';
+import { count, LONG, seedFor } from '@mcp-kit/testbed/random';
 
 const RUNS = count(1_500, 100_000, 'FUZZ_RUNS');
 const MAX_BODY = 64 * 1024;

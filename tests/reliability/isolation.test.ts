@@ -13,11 +13,11 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { createMcpHandler, toFetchHandler, type McpHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { mcpKoa } from '@mcp-kit/koa';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { PROTOCOL } from '../support/sse.js';
-import { initialize, jsonRpcError, RawSession, RawSse, send, splitId, toolCall, type RawResponse } from './client.js';
-import { ServerCounter } from './fixture.js';
-import { Rng, seedFor } from './random.js';
+import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { PROTOCOL } from '@mcp-kit/testbed/sse';
+import { initialize, jsonRpcError, RawSession, RawSse, send, splitId, toolCall, type RawResponse } from '@mcp-kit/testbed/raw-client';
+import { ServerCounter } from '@mcp-kit/testbed/probes';
+import { Rng, seedFor } from '@mcp-kit/testbed/random';
 
 const JSON_POST = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL };
 

@@ -6,8 +6,8 @@
  * (tests/serverless/workload.ts): every step once and in order, every result, no 404, no 5xx.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startServerless, type ServerlessPlatform } from '../support/serverless.js';
-import { figures, legacyClient, taskClient } from './workload.js';
+import { startServerless, type ServerlessPlatform } from '@mcp-kit/testbed/serverless';
+import { figures, legacyClient, taskClient } from '@mcp-kit/testbed/serverless-workload';
 
 const LEGACY_CLIENTS = 30;
 const TASK_CLIENTS = 20;

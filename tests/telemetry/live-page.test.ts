@@ -21,7 +21,7 @@ import { createMcpHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { LiveFeed } from '../../apps/express-example/src/live/feed.js';
-import { http, openSession } from '../support/sse.js';
+import { http, openSession } from '@mcp-kit/testbed/sse';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const app = join(root, 'apps/express-example/dist/server.js');

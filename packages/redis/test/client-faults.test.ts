@@ -8,8 +8,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createRedisClient, whenReady } from '../src/client.js';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
-import { startNetFaultProxy, type NetFaultProxy } from '../../../tests/support/net-faults.js';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { startNetFaultProxy, type NetFaultProxy } from '@mcp-kit/testbed/net-faults';
 
 const TIMEOUT_MS = 500;
 

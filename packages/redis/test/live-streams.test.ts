@@ -18,9 +18,9 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { McpHandler } from '@mcp-kit/core';
 import { retainedBy } from '@mcp-kit/core/internal';
 import { createRedisScaleOut, type RedisEventStore, type RedisScaleOut } from '@mcp-kit/redis';
-import { expressAdapter, type ServerUnderTest } from '../../../tests/support/adapters.js';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
-import { callTool, http, initializeRequest, openSession, PROTOCOL, type SseStream } from '../../../tests/support/sse.js';
+import { expressAdapter, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { callTool, http, initializeRequest, openSession, PROTOCOL, type SseStream } from '@mcp-kit/testbed/sse';
 
 /** Sessions that stay, each with its standalone stream open and one call running. */
 const KEPT = 4;

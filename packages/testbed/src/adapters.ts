@@ -83,8 +83,8 @@ export const koaAdapter: Adapter = {
   },
 };
 
-const nextApp = fileURLToPath(new URL('../../apps/next-example/', import.meta.url));
-const nextBin = fileURLToPath(new URL('../../apps/next-example/node_modules/next/dist/bin/next', import.meta.url));
+const nextApp = fileURLToPath(new URL('../../../apps/next-example/', import.meta.url));
+const nextBin = fileURLToPath(new URL('../../../apps/next-example/node_modules/next/dist/bin/next', import.meta.url));
 
 async function freePort(): Promise<number> {
   const srv = createNetServer();

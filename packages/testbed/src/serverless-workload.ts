@@ -5,9 +5,9 @@
  * `long_task` as a task and answer `confirm_delete`'s question through `tasks/update`. Each run
  * is audited: every step once and in order, every result as the fixture gives it.
  */
-import { connectClient, oneTo } from '../cluster/clients.js';
-import { connectTaskSession } from '../support/modern.js';
-import type { ServerlessPlatform } from '../support/serverless.js';
+import { connectClient, oneTo } from './clients.js';
+import { connectTaskSession } from './modern.js';
+import type { ServerlessPlatform } from './serverless.js';
 
 const clientInfo = { name: 'serverless-task-client', version: '1.0.0' };
 

@@ -9,8 +9,8 @@
  * 204, 502 and 503 is seen (a 404 would be a live session lost, a 500 a failure nobody handled).
  */
 import { expect } from 'vitest';
-import { RawSession, splitId, toolCall, type RawSse } from '../reliability/client.js';
-import { Rng } from '../reliability/random.js';
+import { RawSession, splitId, toolCall, type RawSse } from '@mcp-kit/testbed/raw-client';
+import { Rng } from '@mcp-kit/testbed/random';
 
 export interface RawCallOutcome {
   client: string;

@@ -6,7 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { answerServerRequests } from '../support/answers.js';
+import { answerServerRequests } from './answers.js';
 
 export interface LongTask {
   steps: number;

@@ -6,7 +6,7 @@
  */
 import { expect } from 'vitest';
 import { FIXTURE_SDKS, fixtureServer } from '@mcp-kit/fixtures';
-import type { Adapter, HarnessOptions, ServerUnderTest } from '../support/adapters.js';
+import type { Adapter, HarnessOptions, ServerUnderTest } from './adapters.js';
 
 export const MODERN = '2026-07-28';
 export const LEGACY = '2025-11-25';

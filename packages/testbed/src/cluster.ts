@@ -16,7 +16,7 @@ export const CLUSTER_MODE: 'forward' | 'shared' = process.env.MCP_KIT_CLUSTER ==
 export type ExampleAppName = 'express-example' | 'koa-example' | 'next-example';
 export const EXAMPLE_APPS: readonly ExampleAppName[] = ['express-example', 'koa-example', 'next-example'];
 
-const appDir = (app: ExampleAppName) => fileURLToPath(new URL(`../../apps/${app}/`, import.meta.url));
+const appDir = (app: ExampleAppName) => fileURLToPath(new URL(`../../../apps/${app}/`, import.meta.url));
 
 /**
  * How one instance of `app` is started, as its `start` script does it: the built server, or

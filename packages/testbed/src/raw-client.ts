@@ -5,7 +5,7 @@
  * once its terminating blank line has arrived.
  */
 import { Agent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { parseBlock, PROTOCOL, type SseBlock } from '../support/sse.js';
+import { parseBlock, PROTOCOL, type SseBlock } from './sse.js';
 
 export type { SseBlock };
 

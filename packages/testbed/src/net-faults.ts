@@ -12,7 +12,7 @@
  * The randomness comes from a seed (tests/reliability/random.ts), so a run's choices repeat.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
-import { Rng } from '../reliability/random.js';
+import { Rng } from './random.js';
 
 export interface NetFaultProxy {
   url: string;

@@ -10,12 +10,12 @@
  * clients beside them are in raw-chaos.ts.
  */
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
-import { connectClient, type LongTask } from '../cluster/clients.js';
-import { stepOf } from '../clients/harness.js';
-import { connectTaskSession } from '../support/modern.js';
-import type { ProxiedRequest } from '../support/cluster.js';
-import { toolCall } from '../reliability/client.js';
-import type { RawChaosClient } from './raw-chaos.js';
+import { connectClient, type LongTask } from './clients.js';
+import { stepOf } from './wire-log.js';
+import { connectTaskSession } from './modern.js';
+import type { ProxiedRequest } from './cluster.js';
+import { toolCall } from './raw-client.js';
+import type { RawChaosClient } from '../../../tests/support/raw-chaos.js';
 
 /** The SDK's own default request timeout: a call still unanswered then was left to it. */
 export const CLIENT_TIMEOUT_MS = 60_000;
