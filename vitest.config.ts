@@ -26,5 +26,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    setupFiles: ['tests/support/setup.ts'],
   },
 });

@@ -9,6 +9,7 @@
 // follows is printed as it happens.
 //
 //   pnpm demo:auth            (builds first if needed)
+//   pnpm demo:auth --once     (the same: stops after the flow, as demo:cluster and demo:serverless --once do)
 //   pnpm demo:auth --keep     (then leaves both servers up for any MCP client; Ctrl-C stops them)
 //
 // Exits 0 when the call completed with every step, after exactly the expected refusals (one 401,
@@ -26,7 +27,13 @@ import { TestOAuthClient, Wire, type WireRequest } from '@mcp-kit/testbed/oauth-
 import { startProtectedApp } from '@mcp-kit/testbed/protected-app';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const keep = process.argv.includes('--keep');
+const flags = process.argv.slice(2);
+const unknown = flags.filter((flag) => flag !== '--once' && flag !== '--keep');
+if (unknown.length > 0 || (flags.includes('--once') && flags.includes('--keep'))) {
+  console.error(`usage: pnpm demo:auth [--once | --keep] (got ${flags.join(' ')})`);
+  process.exit(2);
+}
+const keep = flags.includes('--keep');
 const CALL = { steps: 6, intervalMs: 200, closeEvery: 2, retryMs: 300 };
 
 const tty = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;

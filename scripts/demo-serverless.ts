@@ -21,8 +21,14 @@ import { startServerless, type ServerlessPlatform } from '@mcp-kit/testbed/serve
 import { figures, legacyClient, taskClient, type ClientRun } from '@mcp-kit/testbed/serverless-workload';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const once = process.argv.includes('--once');
-const quiet = process.argv.includes('--quiet');
+const flags = process.argv.slice(2);
+const unknown = flags.filter((flag) => flag !== '--once' && flag !== '--quiet');
+if (unknown.length > 0) {
+  console.error(`usage: pnpm demo:serverless [--once] [--quiet] (unknown: ${unknown.join(' ')})`);
+  process.exit(2);
+}
+const once = flags.includes('--once');
+const quiet = flags.includes('--quiet');
 const LEGACY_CLIENTS = 30;
 const TASK_CLIENTS = 20;
 

@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
-import { expectModernWire, fixtures, LEGACY, MODERN, serve, SIMPLE_TEXT, WireLog } from '@mcp-kit/testbed/wire-log';
+import { fixtures, LEGACY, MODERN, serve, SIMPLE_TEXT, WireLog } from '@mcp-kit/testbed/wire-log';
+import { expectModernWire } from '../support/era-wire.js';
 
 type Mode = 'legacy' | 'auto' | { pin: string };
 

@@ -10,7 +10,6 @@ import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelco
 import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
 import {
   completed,
-  expectLegacyWire,
   fixtures,
   LEGACY,
   oneTo,
@@ -21,6 +20,7 @@ import {
   stepOf,
   WireLog,
 } from '@mcp-kit/testbed/wire-log';
+import { expectLegacyWire } from '../support/era-wire.js';
 
 async function connect(url: string) {
   const wire = new WireLog();

@@ -9,8 +9,6 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
 import {
   completed,
-  expectLegacyWire,
-  expectModernWire,
   fixtures,
   LEGACY,
   MODERN,
@@ -24,6 +22,7 @@ import {
   UNCLOSABLE_TASK,
   WireLog,
 } from '@mcp-kit/testbed/wire-log';
+import { expectModernWire, expectLegacyWire } from '../support/era-wire.js';
 
 type Mode = 'legacy' | 'auto' | { pin: string };
 

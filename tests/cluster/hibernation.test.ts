@@ -5,7 +5,8 @@
  * restore, naming the client the new server knows; the session goes on as before for the client.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { EXAMPLE_APPS, freePort, instance, type Instance } from '@mcp-kit/testbed/cluster';
+import { EXAMPLE_APPS, instance, type Instance } from '@mcp-kit/testbed/cluster';
+import { freePort } from '@mcp-kit/testbed/processes';
 import { connectClient, oneTo, type ClusterClient } from '@mcp-kit/testbed/clients';
 
 let app: Instance | undefined;

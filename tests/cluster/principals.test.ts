@@ -15,7 +15,8 @@ import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { createRedisClient, createRedisScaleOut, whenReady } from '@mcp-kit/redis';
-import { freePort, startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
 import { CLUSTER_MODE } from '@mcp-kit/testbed/cluster';
 
 const SHARED = CLUSTER_MODE === 'shared';

@@ -9,15 +9,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { answerServerRequests } from '@mcp-kit/testbed/answers';
 import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
-import {
-  freePort,
-  instance,
-  roundRobinProxy,
-  type ExampleAppName,
-  type Instance,
-  type ProxiedRequest,
-  type RoundRobinProxy,
-} from '@mcp-kit/testbed/cluster';
+import { instance, roundRobinProxy, type ExampleAppName, type Instance, type ProxiedRequest, type RoundRobinProxy } from '@mcp-kit/testbed/cluster';
+import { freePort } from '@mcp-kit/testbed/processes';
 
 let redis: TestRedis;
 let instances: Instance[] = [];

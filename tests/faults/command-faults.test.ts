@@ -8,7 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '@mcp-kit/testbed/cluster';
-import { freePort, startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
 import { startRespFaultProxy, type RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
 import { connectClient, oneTo, type ClusterClient, type LongTask } from '@mcp-kit/testbed/clients';
 import { seedFor } from '@mcp-kit/testbed/random';

@@ -14,7 +14,8 @@ import { mcpExpress } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { createRedisScaleOut } from '@mcp-kit/redis';
 import { instance, type Instance } from '@mcp-kit/testbed/cluster';
-import { freePort, startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
 import { redisCommand } from '@mcp-kit/testbed/redis-command';
 import { http, initializeRequest, openSession, SseStream } from '@mcp-kit/testbed/sse';
 

@@ -29,17 +29,17 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '@mcp-kit/testbed/cluster';
-import { freePort, startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
 import { startNetFaultProxy, type NetFaultProxy } from '@mcp-kit/testbed/net-faults';
 import { oneTo, type LongTask } from '@mcp-kit/testbed/clients';
 import { RawSession, RawSse, toolCall } from '@mcp-kit/testbed/raw-client';
 import { seedFor } from '@mcp-kit/testbed/random';
 import { PROTOCOL } from '@mcp-kit/testbed/sse';
-import { auditRawChaos, describeRawChaos, RawChaosClient } from '../support/raw-chaos.js';
+import { auditRawChaos, describeRawChaos, rawCallAgain, RawChaosClient } from '../support/raw-chaos.js';
 import {
   CLIENT_TIMEOUT_MS,
   connectOutageClients,
-  rawCallAgain,
   stepsReached,
   timelineOf,
   type OutageClient,

@@ -30,16 +30,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '@mcp-kit/testbed/cluster';
-import { freePort } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
 import { redisCommand } from '@mcp-kit/testbed/redis-command';
 import { SENTINEL_NAME, startSentinels, type TestSentinels } from '@mcp-kit/testbed/sentinel';
 import { oneTo, type LongTask } from '@mcp-kit/testbed/clients';
 import { seedFor } from '@mcp-kit/testbed/random';
-import { auditRawChaos, describeRawChaos, RawChaosClient } from '../support/raw-chaos.js';
+import { auditRawChaos, describeRawChaos, rawCallAgain, RawChaosClient } from '../support/raw-chaos.js';
 import {
   CLIENT_TIMEOUT_MS,
   connectOutageClients,
-  rawCallAgain,
   stepsReached,
   timelineOf,
   type OutageClient,

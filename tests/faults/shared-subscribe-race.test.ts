@@ -9,7 +9,8 @@
 import { afterEach, expect, it } from 'vitest';
 import { instance } from '@mcp-kit/testbed/cluster';
 import { redisCommand } from '@mcp-kit/testbed/redis-command';
-import { freePort, startRedis } from '@mcp-kit/testbed/redis';
+import { startRedis } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
 import { startRespFaultProxy } from '@mcp-kit/testbed/resp-faults';
 import { http, initializeRequest, PROTOCOL } from '@mcp-kit/testbed/sse';
 

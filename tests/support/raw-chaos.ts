@@ -11,6 +11,8 @@
 import { expect } from 'vitest';
 import { RawSession, splitId, toolCall, type RawSse } from '@mcp-kit/testbed/raw-client';
 import { Rng } from '@mcp-kit/testbed/random';
+import type { LongTask } from '@mcp-kit/testbed/clients';
+import { CLIENT_TIMEOUT_MS } from '@mcp-kit/testbed/outage-clients';
 
 export interface RawCallOutcome {
   client: string;
@@ -233,4 +235,14 @@ export function describeRawChaos(clients: RawChaosClient[]): string {
     `${sum((t) => t.cuts)} cut by the client, ${sum((t) => t.serverCloses)} closed by the server, ${sum((t) => t.retried)} 502/503 retried; ` +
     `statuses ${[...statuses].map(([s, n]) => `${s}×${n}`).join(' ')}`
   );
+}
+
+/** A raw chaos client's session takes another (short) call: resolves with the result's content. */
+export async function rawCallAgain(c: RawChaosClient, task: LongTask = { steps: 3, intervalMs: 10 }): Promise<unknown> {
+  const id = `again-${c.name}`;
+  const stream = await c.session.postSse(toolCall(id, 'long_task', { ...task }));
+  await stream.end(CLIENT_TIMEOUT_MS);
+  const answer = stream.messages.find((m) => m.message?.id === id)?.message;
+  if (answer?.result === undefined) throw new Error(`${c.name}: status ${stream.status}, ${stream.raw.slice(0, 300)}`);
+  return answer.result.content;
 }

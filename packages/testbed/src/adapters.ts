@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import express from 'express';
 import { createMcpHandler, type McpHandler, type McpHandlerOptions } from '@mcp-kit/core';
@@ -9,6 +8,7 @@ import { mcpExpress } from '@mcp-kit/express';
 import Koa from 'koa';
 import { mcpKoa } from '@mcp-kit/koa';
 import { createFixtureServer } from '@mcp-kit/fixtures';
+import { freePort, startProcess } from './processes.js';
 
 /** Options a behaviour test may set; every adapter must honour them. */
 export type HarnessOptions = Partial<McpHandlerOptions>;
@@ -86,14 +86,6 @@ export const koaAdapter: Adapter = {
 const nextApp = fileURLToPath(new URL('../../../apps/next-example/', import.meta.url));
 const nextBin = fileURLToPath(new URL('../../../apps/next-example/node_modules/next/dist/bin/next', import.meta.url));
 
-async function freePort(): Promise<number> {
-  const srv = createNetServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
-
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
@@ -115,11 +107,16 @@ export const nextAdapter: Adapter = {
   async start(options = {}) {
     if (!existsSync(`${nextApp}.next/BUILD_ID`)) throw new Error('apps/next-example is not built: run `pnpm build` first');
     const port = await freePort();
-    const child = spawn(process.execPath, [nextBin, 'start', '-H', '127.0.0.1', '-p', String(port)], {
-      cwd: nextApp,
-      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', RETRY_MS: '500', MCP_KIT_OPTIONS: JSON.stringify(options) },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = startProcess(
+      `next start (next-example) 127.0.0.1:${port}`,
+      process.execPath,
+      [nextBin, 'start', '-H', '127.0.0.1', '-p', String(port)],
+      {
+        cwd: nextApp,
+        env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', RETRY_MS: '500', MCP_KIT_OPTIONS: JSON.stringify(options) },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     const errors: Error[] = [];
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {

@@ -3,12 +3,13 @@
  * behind a plain round-robin HTTP proxy, for cross-instance tests and the cluster demo. Every
  * process here is started by the test and stopped by its PID.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { freePort, startRedis, type TestRedis } from './redis.js';
+import { freePort, startProcess } from './processes.js';
+import { startRedis, type TestRedis } from './redis.js';
 
 /** The cluster mode the suites run in: `forward` (instances reach each other at INTERNAL_URL, the default) or `shared`. */
 export const CLUSTER_MODE: 'forward' | 'shared' = process.env.MCP_KIT_CLUSTER === 'shared' ? 'shared' : 'forward';
@@ -83,10 +84,9 @@ export function instance(name: string, port: number, env: Record<string, string>
   const startOnce = async () => {
     const command = launch(app, current);
     runStart = output.length;
-    const c = spawn(process.execPath, command.args, {
+    const c = startProcess(`${app} ${name} 127.0.0.1:${current}`, process.execPath, command.args, {
       cwd: command.cwd,
       env: { ...process.env, ...command.env, HOST: '127.0.0.1', PORT: String(current), INSTANCE_NAME: name, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = c;
     c.stdout?.on('data', append);
@@ -419,5 +419,3 @@ export async function startCluster(
     },
   };
 }
-
-export { freePort };

@@ -9,7 +9,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { createMcpHandler, FORWARDED_HEADER, type McpHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { createRedisClient, createRedisScaleOut, type RedisScaleOut } from '@mcp-kit/redis';
-import { freePort } from './redis.js';
+import { freePort } from './processes.js';
 
 export interface ExpressNode {
   url: string;

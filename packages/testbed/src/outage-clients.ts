@@ -7,15 +7,13 @@
  * 2026-07-28 client with the Tasks extension's own requester (`@modelcontextprotocol/ext-tasks`).
  * Each runs at its SDK's default settings; the request timeout is passed explicitly, at the SDK's
  * own default ({@link CLIENT_TIMEOUT_MS}), so a test can tell a call left to it. The raw chaos
- * clients beside them are in raw-chaos.ts.
+ * clients beside them are in tests/support/raw-chaos.ts.
  */
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { connectClient, type LongTask } from './clients.js';
 import { stepOf } from './wire-log.js';
 import { connectTaskSession } from './modern.js';
 import type { ProxiedRequest } from './cluster.js';
-import { toolCall } from './raw-client.js';
-import type { RawChaosClient } from '../../../tests/support/raw-chaos.js';
 
 /** The SDK's own default request timeout: a call still unanswered then was left to it. */
 export const CLIENT_TIMEOUT_MS = 60_000;
@@ -155,14 +153,4 @@ export function timelineOf(requests: ProxiedRequest[], c: OutageClient): string 
     .filter((q) => q.sessionId === c.sessionId)
     .map((q) => `${q.method} ${q.kind} ${q.lastEventId?.slice(-8) ?? ''} → ${q.status} ${q.servedBy ?? ''}`)
     .join('; ');
-}
-
-/** A raw chaos client's session takes another (short) call: resolves with the result's content. */
-export async function rawCallAgain(c: RawChaosClient, task: LongTask = { steps: 3, intervalMs: 10 }): Promise<unknown> {
-  const id = `again-${c.name}`;
-  const stream = await c.session.postSse(toolCall(id, 'long_task', { ...task }));
-  await stream.end(CLIENT_TIMEOUT_MS);
-  const answer = stream.messages.find((m) => m.message?.id === id)?.message;
-  if (answer?.result === undefined) throw new Error(`${c.name}: status ${stream.status}, ${stream.raw.slice(0, 300)}`);
-  return answer.result.content;
 }

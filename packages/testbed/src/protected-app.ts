@@ -5,7 +5,8 @@
  * server is told the app's `/mcp` URL is a resource it issues tokens for.
  */
 import type { AuthServer } from './auth-server.js';
-import { freePort, instance, type ExampleAppName, type Instance } from './cluster.js';
+import { instance, type ExampleAppName, type Instance } from './cluster.js';
+import { freePort } from './processes.js';
 
 export const PROTECTED_APP_ENV = { AUTH_SCOPES: 'mcp', AUTH_TOOL_SCOPES: 'long_task=mcp:long', RETRY_MS: '100' };
 

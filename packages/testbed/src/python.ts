@@ -5,12 +5,12 @@
  * for scripts that print JSON. Every child is spawned here and killed by its own pid when its
  * deadline passes.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startProcess } from './processes.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -31,15 +31,16 @@ export function run(
   options: { timeoutMs: number; cwd?: string; env?: NodeJS.ProcessEnv },
 ): Promise<Finished> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
+    const child = startProcess(`${command} ${args[0] ?? ''}`.trim(), command, args, {
       cwd: options.cwd ?? root,
       env: { ...process.env, ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    // Both piped, as asked above.
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`${command} ${args.join(' ')} did not finish within ${options.timeoutMs} ms\n${stderr.slice(-4000)}`));

@@ -15,7 +15,8 @@ import { createServer, request, type IncomingHttpHeaders, type Server } from 'no
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, instance, kindOf, type ExampleAppName, type Instance } from './cluster.js';
+import { instance, kindOf, type ExampleAppName, type Instance } from './cluster.js';
+import { freePort } from './processes.js';
 import { startRedis, type TestRedis } from './redis.js';
 
 export interface ServerlessOptions {

@@ -4,7 +4,6 @@
  * and a fetch that records every exchange a TypeScript client makes, bodies included, so a test
  * can assert on what crossed the wire and not only on what the client chose to surface.
  */
-import { expect } from 'vitest';
 import { FIXTURE_SDKS, fixtureServer } from '@mcp-kit/fixtures';
 import type { Adapter, HarnessOptions, ServerUnderTest } from './adapters.js';
 
@@ -144,28 +143,4 @@ function messagesIn(exchange: Exchange): any[] {
       .join('\n');
     return data ? [JSON.parse(data)] : [];
   });
-}
-
-/** What a 2026 client's wire must look like: no handshake, no session, every POST stamped. */
-export function expectModernWire(wire: WireLog): void {
-  expect(wire.posted('initialize')).toEqual([]);
-  for (const e of wire.exchanges) {
-    expect(e.method, 'a 2026 client only POSTs').toBe('POST');
-    expect(e.headers.get('mcp-session-id')).toBeNull();
-    expect(e.headers.get('mcp-protocol-version')).toBe(MODERN);
-    expect(e.body?.params?._meta?.['io.modelcontextprotocol/protocolVersion']).toBe(MODERN);
-    expect(e.status, e.body?.method).toBeOneOf([200, 202]);
-  }
-}
-
-/** What a 2025 client's wire must look like: one initialize, then a session on every request. */
-export function expectLegacyWire(wire: WireLog): void {
-  expect(wire.posted('initialize')).toHaveLength(1);
-  const after = wire.exchanges.filter((e) => e.body?.method !== 'initialize' && e.method !== 'DELETE');
-  for (const e of after) {
-    expect(e.headers.get('mcp-session-id'), `${e.method} ${e.body?.method ?? ''}`).toBeTruthy();
-    expect(e.body?.params?._meta?.['io.modelcontextprotocol/protocolVersion']).toBeUndefined();
-    // A standalone GET may still be waiting for its headers when a quick test asserts.
-    if (e.method === 'POST' || e.status !== undefined) expect(e.status, `${e.method} ${e.body?.method ?? ''}`).toBeOneOf([200, 202]);
-  }
 }
