@@ -1,4 +1,4 @@
-// OAuth demo (issue 29): an MCP server that wants tokens, and a client that gets them on its own.
+// OAuth demo: an MCP server that wants tokens, and a client that gets them on its own.
 // Starts a real authorization server (oidc-provider, as the tests use it: dynamic registration,
 // PKCE, resource indicators, JWT access tokens; its login and consent answer by themselves) and
 // apps/express-example with AUTH_ISSUER naming it, `mcp` needed for every request and `mcp:long`

@@ -1,4 +1,4 @@
-// Serverless demo (issue 21): the simulation of tests/serverless/simulation.test.ts, told as it
+// Serverless demo: the simulation of tests/serverless/simulation.test.ts, told as it
 // happens. Three instances (two `next start` of apps/next-example, one apps/express-example) in a
 // shared cluster (`CLUSTER=shared`: no internalUrl, no route between them) on one redis-server,
 // behind a proxy that sends each request to a random instance and freezes (SIGSTOP) every instance

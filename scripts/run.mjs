@@ -121,7 +121,7 @@ const OUTAGE_LANE_TESTS = [
 
 /**
  * The cluster suites that run a second time in a shared cluster (no internalUrl, issue 21), after
- * the shared outages in their lane: MCP_KIT_CLUSTER=shared makes tests/support/cluster.ts start every instance so.
+ * the shared outages in their lane: MCP_KIT_CLUSTER=shared makes packages/testbed/src/cluster.ts start every instance so.
  */
 const SHARED_CLUSTER_TESTS = [
   'tests/cluster/rolling-restart.test.ts',

@@ -13,7 +13,8 @@ import { startAuthServer, type AuthServer } from '@mcp-kit/testbed/auth-server';
 import type { Instance } from '@mcp-kit/testbed/cluster';
 import { startProtectedApp } from '@mcp-kit/testbed/protected-app';
 import { pythonVenv, runPythonJson } from '@mcp-kit/testbed/python';
-import { completed, POLLED_CLOSES, POLLED_TASK, LEGACY, oneTo } from '@mcp-kit/testbed/wire-log';
+import { completed, POLLED_CLOSES, POLLED_TASK, oneTo } from '@mcp-kit/testbed/long-task';
+import { LEGACY } from '@mcp-kit/testbed/requests';
 
 const script = fileURLToPath(new URL('../clients/python_oauth_client.py', import.meta.url));
 

@@ -16,7 +16,7 @@ import { Browser, startAuthServer, type AuthServer } from '@mcp-kit/testbed/auth
 import { EXAMPLE_APPS, type Instance } from '@mcp-kit/testbed/cluster';
 import { startProtectedApp } from '@mcp-kit/testbed/protected-app';
 import { TestOAuthClient, Wire } from '@mcp-kit/testbed/oauth-client';
-import { completed, POLLED_CLOSES, POLLED_TASK, oneTo, stepOf } from '@mcp-kit/testbed/wire-log';
+import { completed, POLLED_CLOSES, POLLED_TASK, oneTo, stepOf } from '@mcp-kit/testbed/long-task';
 
 describe.each(EXAMPLE_APPS)('SDK v1 client, OAuth on %s', (appName) => {
   let as: AuthServer;

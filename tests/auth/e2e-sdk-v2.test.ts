@@ -13,7 +13,8 @@ import { Browser, startAuthServer, type AuthServer } from '@mcp-kit/testbed/auth
 import { EXAMPLE_APPS, type ExampleAppName, type Instance } from '@mcp-kit/testbed/cluster';
 import { TestOAuthClient, Wire } from '@mcp-kit/testbed/oauth-client';
 import { startProtectedApp } from '@mcp-kit/testbed/protected-app';
-import { completed, POLLED_CLOSES, POLLED_TASK, LEGACY, MODERN, oneTo, stepOf } from '@mcp-kit/testbed/wire-log';
+import { completed, POLLED_CLOSES, POLLED_TASK, oneTo, stepOf } from '@mcp-kit/testbed/long-task';
+import { LEGACY, MODERN } from '@mcp-kit/testbed/requests';
 
 const STREAMED = { steps: 5, intervalMs: 10 };
 

@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextAdapter, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
-import { modernAnswer, modernRequest, routingHeaders } from '@mcp-kit/testbed/modern';
-import { callTool, initializeRequest, PROTOCOL } from '@mcp-kit/testbed/sse';
+import { modernAnswer } from '@mcp-kit/testbed/fetch-client';
+import { modernRequest, routingHeaders, callTool, initializeRequest, LEGACY as PROTOCOL } from '@mcp-kit/testbed/requests';
 import { startTokenIssuer, tamper, type TokenIssuer } from '@mcp-kit/testbed/token-issuer';
 
 let issuer: TokenIssuer;

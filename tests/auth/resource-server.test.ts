@@ -10,8 +10,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createMcpHandler, jwtVerifier, type AuthOptions, type McpHandler } from '@mcp-kit/core';
 import { fixtureServer, type FixtureSdk } from '@mcp-kit/fixtures';
 import { authTargets, type Served } from '@mcp-kit/testbed/auth-targets';
-import { envelope, modernAnswer, modernRequest, routingHeaders } from '@mcp-kit/testbed/modern';
-import { callTool, initializeRequest, PROTOCOL } from '@mcp-kit/testbed/sse';
+import { envelope, modernRequest, routingHeaders, callTool, initializeRequest, LEGACY as PROTOCOL } from '@mcp-kit/testbed/requests';
+import { modernAnswer } from '@mcp-kit/testbed/fetch-client';
 import { startTokenIssuer, tamper, type TokenIssuer } from '@mcp-kit/testbed/token-issuer';
 
 let issuer: TokenIssuer;

@@ -22,8 +22,8 @@ import {
 } from '@mcp-kit/core';
 import { mcpExpress, type McpExpressOptions } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { modernAnswer } from '@mcp-kit/testbed/modern';
-import { initializeRequest, PROTOCOL, rawRequest } from '@mcp-kit/testbed/sse';
+import { modernAnswer, rawRequest } from '@mcp-kit/testbed/fetch-client';
+import { initializeRequest, LEGACY as PROTOCOL } from '@mcp-kit/testbed/requests';
 import { startTokenIssuer, type TokenIssuer } from '@mcp-kit/testbed/token-issuer';
 
 let issuer: TokenIssuer;

@@ -4,8 +4,8 @@
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { adapters, sharedStarts, type HarnessOptions, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
-import { envelope, MODERN, modernAnswer, modernPost, modernRequest } from '@mcp-kit/testbed/modern';
-import { callTool, errorOf, http, initializeRequest, openSession } from '@mcp-kit/testbed/sse';
+import { envelope, MODERN, modernRequest, callTool, initializeRequest } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost, errorOf, http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 

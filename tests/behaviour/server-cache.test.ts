@@ -9,8 +9,9 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { McpHandlerOptions } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { inProcessAdapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
-import { registerAskName } from '@mcp-kit/testbed/ask-name';
-import { envelope, modernAnswer, modernPost, modernRequest } from '@mcp-kit/testbed/modern';
+import { registerAskName } from '@mcp-kit/testbed/probes';
+import { envelope, modernRequest } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost } from '@mcp-kit/testbed/fetch-client';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 

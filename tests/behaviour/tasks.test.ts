@@ -11,9 +11,9 @@ import { createFixtureServer } from '@mcp-kit/fixtures';
 import { registerTaskToolsV1 } from '../../packages/fixtures/src/tasks/v1.js';
 import { registerTaskToolsV2 } from '../../packages/fixtures/src/tasks/v2.js';
 import { inProcessAdapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
-import { registerAskName } from '@mcp-kit/testbed/ask-name';
-import { envelope, modernAnswer, modernPost, modernRequest, routingHeaders } from '@mcp-kit/testbed/modern';
-import { errorOf, SseStream } from '@mcp-kit/testbed/sse';
+import { registerAskName } from '@mcp-kit/testbed/probes';
+import { envelope, modernRequest, routingHeaders } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost, errorOf, SseStream } from '@mcp-kit/testbed/fetch-client';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const SUBSCRIPTION = 'io.modelcontextprotocol/subscriptionId';

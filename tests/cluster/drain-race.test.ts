@@ -14,7 +14,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { startExpressNode, type ExpressNode } from '@mcp-kit/testbed/express-node';
 import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
-import { callTool, http, openSession } from '@mcp-kit/testbed/sse';
+import { callTool } from '@mcp-kit/testbed/requests';
+import { http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 let redis: TestRedis;
 let nodes: ExpressNode[] = [];

@@ -7,7 +7,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { EXAMPLE_APPS, instance, type Instance } from '@mcp-kit/testbed/cluster';
 import { freePort } from '@mcp-kit/testbed/processes';
-import { connectClient, oneTo, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { connectClient, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo } from '@mcp-kit/testbed/long-task';
 
 let app: Instance | undefined;
 let client: ClusterClient | undefined;

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
-import { envelope, modernAnswer, modernPost, modernRequest, routingHeaders } from '@mcp-kit/testbed/modern';
-import { SseStream } from '@mcp-kit/testbed/sse';
+import { envelope, modernRequest, routingHeaders } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost, SseStream } from '@mcp-kit/testbed/fetch-client';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const HEARTBEAT_MS = 500;

@@ -11,7 +11,8 @@ import { instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '
 import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 import { freePort } from '@mcp-kit/testbed/processes';
 import { startRespFaultProxy, type RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
-import { connectClient, oneTo, type ClusterClient, type LongTask } from '@mcp-kit/testbed/clients';
+import { connectClient, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/long-task';
 import { seedFor } from '@mcp-kit/testbed/random';
 import { auditRawChaos, describeRawChaos, RawChaosClient } from '../support/raw-chaos.js';
 

@@ -16,7 +16,7 @@ import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 import { freePort } from '@mcp-kit/testbed/processes';
 import { redisCommand } from '@mcp-kit/testbed/redis-command';
 import { startRespFaultProxy, type RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
-import { http, openSession } from '@mcp-kit/testbed/sse';
+import { http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 const ENV = { HEARTBEAT_MS: '1000', RETRY_MS: '100', LIVE_PAGE: '0' };
 

@@ -10,8 +10,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLUSTER_MODE, startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
-import { callTool, errorOf, http, openSession } from '@mcp-kit/testbed/sse';
-import { connectClient, oneTo, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { callTool } from '@mcp-kit/testbed/requests';
+import { errorOf, http, openSession } from '@mcp-kit/testbed/fetch-client';
+import { connectClient, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo } from '@mcp-kit/testbed/long-task';
 
 // The owner's keep-alive comments on idle streams, and so the relay watchdog (2 × this), short for
 // the test; the forward's response timeout stays at its default.

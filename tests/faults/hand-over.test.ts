@@ -7,7 +7,8 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
-import { callTool, http, openSession } from '@mcp-kit/testbed/sse';
+import { callTool } from '@mcp-kit/testbed/requests';
+import { http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 let cluster: TestCluster;
 let a: Instance;

@@ -17,7 +17,8 @@ import { instance, type Instance } from '@mcp-kit/testbed/cluster';
 import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 import { freePort } from '@mcp-kit/testbed/processes';
 import { redisCommand } from '@mcp-kit/testbed/redis-command';
-import { http, initializeRequest, openSession, SseStream } from '@mcp-kit/testbed/sse';
+import { http, openSession, SseStream } from '@mcp-kit/testbed/fetch-client';
+import { initializeRequest } from '@mcp-kit/testbed/requests';
 
 const ENV = { HEARTBEAT_MS: '1000', RETRY_MS: '100' };
 

@@ -13,7 +13,8 @@ import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobin
 import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 import { freePort } from '@mcp-kit/testbed/processes';
 import { startRespFaultProxy, type RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
-import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '@mcp-kit/testbed/clients';
+import { connectClient, stepsReached, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/long-task';
 import { seedFor } from '@mcp-kit/testbed/random';
 import { auditRawChaos, describeRawChaos, RawChaosClient } from '../support/raw-chaos.js';
 

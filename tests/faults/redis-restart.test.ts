@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startCluster, type TestCluster } from '@mcp-kit/testbed/cluster';
-import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '@mcp-kit/testbed/clients';
+import { connectClient, stepsReached, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/long-task';
 import { seedFor } from '@mcp-kit/testbed/random';
 import { auditRawChaos, describeRawChaos, RawChaosClient } from '../support/raw-chaos.js';
 

@@ -11,7 +11,8 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { closeSSEStream } from '@mcp-kit/core';
 import { RedisTaskStore } from '@mcp-kit/redis';
 import { expressAdapter, koaAdapter, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
-import { envelope, modernAnswer, modernPost, modernRequest } from '@mcp-kit/testbed/modern';
+import { envelope, modernRequest } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost } from '@mcp-kit/testbed/fetch-client';
 import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 import { startRespFaultProxy, type RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
 

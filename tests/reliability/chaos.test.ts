@@ -9,7 +9,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryEventStore, type EventStore } from '@mcp-kit/core';
 import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
-import { RawSession, splitId, toolCall, type OpenOptions, type RawSse } from '@mcp-kit/testbed/raw-client';
+import { RawSession, splitId, type OpenOptions, type RawSse } from '@mcp-kit/testbed/raw-client';
+import { callTool as toolCall } from '@mcp-kit/testbed/requests';
 import { QueuedStore, ServerCounter } from '@mcp-kit/testbed/probes';
 import { count, LONG, Rng, seedFor } from '@mcp-kit/testbed/random';
 

@@ -9,8 +9,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
-import { PROTOCOL } from '@mcp-kit/testbed/sse';
-import { initialize, jsonRpcError, RawSession, RawSse, toolCall } from '@mcp-kit/testbed/raw-client';
+import { LEGACY as PROTOCOL, initializeRequest as initialize, callTool as toolCall } from '@mcp-kit/testbed/requests';
+import { jsonRpcError, RawSession, RawSse } from '@mcp-kit/testbed/raw-client';
 import { collect, listenerPid, rssOf } from '@mcp-kit/testbed/memory';
 import { count, LONG } from '@mcp-kit/testbed/random';
 

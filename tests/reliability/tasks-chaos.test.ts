@@ -38,7 +38,7 @@ import {
   PROTOCOL_ERROR,
 } from '../../packages/fixtures/src/tasks/spec.js';
 import { handlerFor, listen, nextAdapter, type HarnessOptions, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
-import { envelope, modernRequest, routingHeaders } from '@mcp-kit/testbed/modern';
+import { envelope, modernRequest, routingHeaders } from '@mcp-kit/testbed/requests';
 import { RawSse, send } from '@mcp-kit/testbed/raw-client';
 import { count, LONG, Rng, seedFor } from '@mcp-kit/testbed/random';
 

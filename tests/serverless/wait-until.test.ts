@@ -7,7 +7,8 @@
  * instance other than the one running the call, so only `waitUntil` decides.
  */
 import { afterEach, expect, it } from 'vitest';
-import { connectClient, oneTo } from '@mcp-kit/testbed/clients';
+import { connectClient } from '@mcp-kit/testbed/clients';
+import { oneTo } from '@mcp-kit/testbed/long-task';
 import { startServerless, type ServerlessPlatform } from '@mcp-kit/testbed/serverless';
 
 const LOST_CALL = 'Internal error: the server instance running this request was lost before it answered; send the request again';

@@ -1,6 +1,7 @@
 /** What a client's wire must look like in each era, checked on a {@link WireLog} of everything it sent and received. */
 import { expect } from 'vitest';
-import { MODERN, type WireLog } from '@mcp-kit/testbed/wire-log';
+import { MODERN } from '@mcp-kit/testbed/requests';
+import type { WireLog } from '@mcp-kit/testbed/wire-log';
 
 /** What a 2026 client's wire must look like: no handshake, no session, every POST stamped. */
 export function expectModernWire(wire: WireLog): void {

@@ -25,8 +25,8 @@ import {
   total,
   type TelemetrySnapshot,
 } from '@mcp-kit/testbed/otel';
-import { envelope, modernAnswer, modernPost, modernRequest } from '@mcp-kit/testbed/modern';
-import { callTool, errorOf, http, openSession, PROTOCOL } from '@mcp-kit/testbed/sse';
+import { envelope, modernRequest, callTool, LEGACY } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost, errorOf, http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 const OPTIONS = { retryMs: 150, hibernateAfterMs: 0, maxBufferedBytes: 64 * 1024, eventStore: { maxEventsPerStream: 20 } };
 // A step every 50 ms and the client away at least 200 ms: each resume replays a step or more (the
@@ -93,7 +93,7 @@ function stalledPost(url: string, headers: Record<string, string>, body: unknown
       ...headers,
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': PROTOCOL,
+      'mcp-protocol-version': LEGACY,
     },
   });
   req.on('response', (res) => res.pause());

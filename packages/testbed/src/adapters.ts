@@ -7,7 +7,7 @@ import { createMcpHandler, type McpHandler, type McpHandlerOptions } from '@mcp-
 import { mcpExpress } from '@mcp-kit/express';
 import Koa from 'koa';
 import { mcpKoa } from '@mcp-kit/koa';
-import { createFixtureServer } from '@mcp-kit/fixtures';
+import { createFixtureServer, FIXTURE_SDKS, fixtureServer } from '@mcp-kit/fixtures';
 import { freePort, startProcess } from './processes.js';
 
 /** Options a behaviour test may set; every adapter must honour them. */
@@ -195,3 +195,39 @@ export function sharedStarts(adapter: Adapter): { start(options?: HarnessOptions
   };
 }
 export const inProcessAdapters: Adapter[] = adapters.filter((a) => a.inProcess);
+
+/** A server the adapters can serve: in process through `server`, in `next start` through `env`. */
+export interface Fixture {
+  name: string;
+  server: NonNullable<HarnessOptions['server']>;
+  /** Environment for the example apps (DESIGN.md: `MCP_SDK=v1|v2` picks the fixture's SDK). */
+  env: Record<string, string>;
+}
+
+/** The fixture on each SDK major, as the example apps pick it with MCP_SDK. */
+export const fixtures: Fixture[] = FIXTURE_SDKS.map((sdk) => ({
+  name: `sdk-${sdk} fixture`,
+  server: () => fixtureServer(sdk),
+  env: { MCP_SDK: sdk },
+}));
+
+/**
+ * Starts `adapter` serving `fixture`. The Next adapter spawns `next start` with this process's
+ * environment, so the fixture's env is set for the duration of the start (tests in one file start
+ * their servers one after another) and restored after.
+ */
+export async function serve(adapter: Adapter, fixture: Fixture, options: HarnessOptions = {}): Promise<ServerUnderTest> {
+  if (adapter.inProcess) return adapter.start({ ...options, server: fixture.server });
+  const saved = Object.fromEntries(Object.keys(fixture.env).map((key) => [key, process.env[key]]));
+  Object.assign(process.env, fixture.env);
+  try {
+    return await adapter.start(options);
+  } finally {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  }
+}
+
+export const SIMPLE_TEXT = 'This is a simple text response for testing.';

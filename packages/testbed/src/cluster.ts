@@ -68,7 +68,7 @@ export interface Instance {
  */
 export function instance(name: string, port: number, env: Record<string, string>, app: ExampleAppName = 'express-example'): Instance {
   let current = port;
-  // MCP_KIT_CLUSTER=shared runs a cluster suite in the other mode (issue 21): no internalUrl.
+  // MCP_KIT_CLUSTER=shared runs a cluster suite in the other mode: no internalUrl.
   if (CLUSTER_MODE === 'shared' && (env.REDIS_URL || env.REDIS_SENTINELS) && env.CLUSTER === undefined) env = { ...env, CLUSTER: 'shared' };
   let child: ChildProcess | undefined;
   let output = '';
@@ -234,7 +234,7 @@ export function kindOf(method: string, body: string): string {
 }
 
 // A proxy does not pass these on (RFC 9110 §7.6.1); each upstream request has its own connection.
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer'];
+export const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer'];
 
 /**
  * A plain round-robin reverse proxy: each request goes to the next backend in turn, with no
@@ -338,7 +338,7 @@ export async function roundRobinProxy(
   // A load balancer keeps an idle client connection far longer than a client does (ALB 60 s,
   // nginx 75 s). With Node's default of 5 s, a client idle a few seconds (waiting out a restart)
   // finds its connections closed and opens new ones, which this busy test process accepts one per
-  // event-loop iteration (see connectClient in tests/cluster/clients.ts); and a client may send a
+  // event-loop iteration (see connectClient in clients.ts); and a client may send a
   // request on a connection in the instant this server closes it, which fetch fails at once
   // ("fetch failed": one rolling-restart call in a CI run; its cause was not recorded).
   server.keepAliveTimeout = 65_000;

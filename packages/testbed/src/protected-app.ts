@@ -1,5 +1,5 @@
 /**
- * A built example app (tests/support/cluster.ts starts it as its start script does) with OAuth on:
+ * A built example app (cluster.ts starts it as its start script does) with OAuth on:
  * AUTH_ISSUER naming a test authorization server, `mcp` needed for every request and `mcp:long`
  * for `long_task` (so a client first authorized for `mcp` steps up on its call). The authorization
  * server is told the app's `/mcp` URL is a resource it issues tokens for.

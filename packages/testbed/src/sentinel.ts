@@ -1,6 +1,6 @@
 /**
  * A Redis primary, its replica and three Sentinels, all from the same `redis-server` binary, on free
- * ports, for failover tests (issue 27). Each Sentinel has its own config file (Sentinel rewrites it)
+ * ports, for failover tests. Each Sentinel has its own config file (Sentinel rewrites it)
  * in a temporary directory. Every process is started here and stopped by its PID.
  *
  * With `replicationLagMs`, everyone reaches the primary through a relay that holds what the primary
