@@ -5,9 +5,13 @@
  */
 import { relative } from 'node:path';
 import { expect } from 'vitest';
-import { setStartedBy } from '@mcp-kit/testbed/processes';
+import { refuseProcesses, setStartedBy } from '@mcp-kit/testbed/processes';
 
 setStartedBy(() => {
   const state = expect.getState();
   return `${relative(process.cwd(), state.testPath ?? 'unknown')}${state.currentTestName ? `>${state.currentTestName}` : ''}`;
 });
+
+// Processes are allowed unless the project's own setup (tests/support/unit.ts) refuses them: a
+// worker may run files of several projects one after another.
+refuseProcesses(undefined);

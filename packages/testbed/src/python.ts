@@ -79,7 +79,15 @@ export const venvRoot = join(process.env.MCP_KIT_CACHE ?? join(homedir(), '.cach
 export async function pythonVenv(name: string, requirements: string[], timeoutMs = 300_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   const left = () => Math.max(1_000, deadline - Date.now());
-  const version = await run(hostPython, ['-c', 'import sys; print(sys.version_info >= (3, 10), sys.version)'], { timeoutMs: 30_000 });
+  const version = await run(hostPython, ['-c', 'import sys; print(sys.version_info >= (3, 10), sys.version)'], { timeoutMs: 30_000 }).catch(
+    (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+      throw new Error(
+        `${hostPython} not found: the Python SDK client tests need Python 3.10 or later with venv. ` +
+          'Install it (`apt-get install -y python3 python3-venv` on Debian/Ubuntu), or name one in PYTHON.',
+      );
+    },
+  );
   mustSucceed(`${hostPython} --version`, version);
   if (!version.stdout.startsWith('True')) throw new Error(`${hostPython} is older than 3.10, which the Python MCP SDK needs`);
   const wanted = requirements.join('\n');
