@@ -24,6 +24,9 @@ import { modernAnswer } from './fetch-client.js';
 import { stepOf, type LongTask } from './long-task.js';
 import { MODERN, routingHeaders } from './requests.js';
 
+/** The SDK's own default request timeout: a call still unanswered then was left to it. */
+export const CLIENT_TIMEOUT_MS = 60_000;
+
 // ---- SDK v1, recording what it hears ------------------------------------------------------------
 
 export interface ClusterClient {
@@ -73,7 +76,7 @@ export async function connectClient(url: string, name: string): Promise<ClusterC
     async callLongTask(task, options = {}) {
       self.steps = [];
       const result = await client.callTool({ name: 'long_task', arguments: { ...task } }, CallToolResultSchema, {
-        timeout: options.timeoutMs ?? 60_000,
+        timeout: options.timeoutMs ?? CLIENT_TIMEOUT_MS,
         ...(options.onprogress ? { onprogress: (p: { progress: number }) => options.onprogress!(p.progress) } : {}),
       });
       return result as CallToolResult;
@@ -124,9 +127,6 @@ export function answerServerRequests(client: Client, name = 'ada'): void {
 }
 
 // ---- every SDK in one shape ------------------------------------------------------------------
-
-/** The SDK's own default request timeout: a call still unanswered then was left to it. */
-export const CLIENT_TIMEOUT_MS = 60_000;
 
 /** One client of an outage, whichever SDK: the steps its running call heard, and the call. */
 export interface OutageClient {
