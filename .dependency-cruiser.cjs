@@ -1,8 +1,16 @@
-// The layers of packages/core/src, bottom-up, checked by dependency-cruiser in `npm run lint`
-// (docs/design.md, "Layers"). A module may import its own layer and the layers below it; an
-// import that points up, or any import cycle (type-only imports included), fails the lint stage.
-// To move a file to another layer, change the list here in the same commit, and say why.
+// Checked by dependency-cruiser in `npm run lint`, over the whole workspace:
+// - the layers of packages/core/src, bottom-up (docs/design.md, "Layers"). A module may import its
+//   own layer and the layers below it; an import that points up, or any import cycle (type-only
+//   imports included), fails the lint stage. To move a file to another layer, change the list here
+//   in the same commit, and say why;
+// - what users run stands on the product, not on the tests: nothing outside tests/ imports tests/,
+//   and the testbed (packages/testbed: the processes, proxies and clients that demos, benchmarks
+//   and tests share) is reached by none of the published packages' sources nor the example apps,
+//   and itself imports no test runner.
 const SRC = '^packages/core/src/';
+const TESTBED = '^packages/testbed/';
+/** The testbed as an import names it, when the importer has no dependency on it to resolve it by. */
+const TESTBED_NAME = '^@mcp-kit/testbed(/|$)';
 
 /** Bottom-up. `paths` are regular expressions under packages/core/src/. */
 const LAYERS = [
@@ -93,6 +101,30 @@ module.exports = {
     },
     ...pointDown,
     {
+      name: 'not-into-tests',
+      comment:
+        'only tests import tests/: a helper that a demo, a benchmark, a script or a package needs belongs in packages/testbed (runner-free), and tests/ keeps what asserts',
+      severity: 'error',
+      from: { pathNot: '^tests/' },
+      to: { path: '^tests/' },
+    },
+    {
+      name: 'testbed-not-in-product',
+      comment:
+        'the published packages (packages/*/src) and the example apps never import the testbed: it starts processes and proxies for demos, benchmarks and tests, and is never published',
+      severity: 'error',
+      from: { path: ['^packages/[^/]+/src/', '^apps/'], pathNot: TESTBED },
+      to: { path: [TESTBED, TESTBED_NAME] },
+    },
+    {
+      name: 'testbed-runner-free',
+      comment:
+        'the testbed imports no test runner, so a demo or a benchmark can use it: vitest-aware helpers (assertions, the test name a process is labelled with) live in tests/support',
+      severity: 'error',
+      from: { path: TESTBED },
+      to: { path: 'node_modules/(vitest|@vitest)/' },
+    },
+    {
       name: 'in-a-layer',
       comment: 'every module of packages/core/src belongs to a layer: add its path to LAYERS in .dependency-cruiser.cjs',
       severity: 'error',
@@ -113,9 +145,15 @@ module.exports = {
   options: {
     // Type-only imports are dependencies too: a cycle of types is still a cycle for a reader.
     tsPreCompilationDeps: true,
-    // The sources import `./x.js` for `./x.ts` (NodeNext); dependency-cruiser maps them as TypeScript does.
-    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+    // The sources import `./x.js` for `./x.ts` (NodeNext); dependency-cruiser maps them as TypeScript
+    // does, and follows packages' `exports` (the testbed's map to its sources) as Node does.
+    enhancedResolveOptions: {
+      extensions: ['.ts', '.js'],
+      exportsFields: ['exports'],
+      conditionNames: ['types', 'import', 'require', 'node', 'default'],
+    },
     doNotFollow: { path: 'node_modules' },
-    includeOnly: SRC,
+    // The workspace's build outputs are not sources (a package's own dist/ under node_modules is).
+    exclude: { path: '^(packages|apps)/.*/(dist|\\.next|\\.turbo)/' },
   },
 };

@@ -32,8 +32,8 @@ export default tseslint.config(
     rules: { 'max-lines': ['error', { max: 350 }] },
   },
   {
-    // Tests read untyped JSON off the wire and build fakes; `any` and `this` aliases are fine there.
-    files: ['tests/**', 'packages/*/test/**'],
+    // Tests and their testbed read untyped JSON off the wire and build fakes; `any` and `this` aliases are fine there.
+    files: ['tests/**', 'packages/*/test/**', 'packages/testbed/src/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-this-alias': 'off' },
   },
   {

@@ -1,4 +1,4 @@
-// OAuth demo (issue 29): an MCP server that wants tokens, and a client that gets them on its own.
+// OAuth demo: an MCP server that wants tokens, and a client that gets them on its own.
 // Starts a real authorization server (oidc-provider, as the tests use it: dynamic registration,
 // PKCE, resource indicators, JWT access tokens; its login and consent answer by themselves) and
 // apps/express-example with AUTH_ISSUER naming it, `mcp` needed for every request and `mcp:long`
@@ -9,6 +9,7 @@
 // follows is printed as it happens.
 //
 //   pnpm demo:auth            (builds first if needed)
+//   pnpm demo:auth --once     (the same: stops after the flow, as demo:cluster and demo:serverless --once do)
 //   pnpm demo:auth --keep     (then leaves both servers up for any MCP client; Ctrl-C stops them)
 //
 // Exits 0 when the call completed with every step, after exactly the expected refusals (one 401,
@@ -20,13 +21,19 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Browser, startAuthServer, type AuthServer } from '../tests/support/auth-server.js';
-import type { Instance } from '../tests/support/cluster.js';
-import { TestOAuthClient, Wire, type WireRequest } from '../tests/support/oauth-client.js';
-import { startProtectedApp } from '../tests/support/protected-app.js';
+import { Browser, startAuthServer, type AuthServer } from '@mcp-kit/testbed/auth-server';
+import type { Instance } from '@mcp-kit/testbed/cluster';
+import { TestOAuthClient, Wire, type WireRequest } from '@mcp-kit/testbed/oauth-client';
+import { startProtectedApp } from '@mcp-kit/testbed/protected-app';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const keep = process.argv.includes('--keep');
+const flags = process.argv.slice(2);
+const unknown = flags.filter((flag) => flag !== '--once' && flag !== '--keep');
+if (unknown.length > 0 || (flags.includes('--once') && flags.includes('--keep'))) {
+  console.error(`usage: pnpm demo:auth [--once | --keep] (got ${flags.join(' ')})`);
+  process.exit(2);
+}
+const keep = flags.includes('--keep');
 const CALL = { steps: 6, intervalMs: 200, closeEvery: 2, retryMs: 300 };
 
 const tty = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;

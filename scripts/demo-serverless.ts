@@ -1,4 +1,4 @@
-// Serverless demo (issue 21): the simulation of tests/serverless/simulation.test.ts, told as it
+// Serverless demo: the simulation of tests/serverless/simulation.test.ts, told as it
 // happens. Three instances (two `next start` of apps/next-example, one apps/express-example) in a
 // shared cluster (`CLUSTER=shared`: no internalUrl, no route between them) on one redis-server,
 // behind a proxy that sends each request to a random instance and freezes (SIGSTOP) every instance
@@ -17,12 +17,18 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { startServerless, type ServerlessPlatform } from '../tests/support/serverless.js';
-import { figures, legacyClient, taskClient, type ClientRun } from '../tests/serverless/workload.js';
+import { startServerless, type ServerlessPlatform } from '@mcp-kit/testbed/serverless';
+import { figures, legacyClient, taskClient, type ClientRun } from '@mcp-kit/testbed/serverless-workload';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const once = process.argv.includes('--once');
-const quiet = process.argv.includes('--quiet');
+const flags = process.argv.slice(2);
+const unknown = flags.filter((flag) => flag !== '--once' && flag !== '--quiet');
+if (unknown.length > 0) {
+  console.error(`usage: pnpm demo:serverless [--once] [--quiet] (unknown: ${unknown.join(' ')})`);
+  process.exit(2);
+}
+const once = flags.includes('--once');
+const quiet = flags.includes('--quiet');
 const LEGACY_CLIENTS = 30;
 const TASK_CLIENTS = 20;
 

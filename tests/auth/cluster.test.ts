@@ -14,10 +14,10 @@ import { createMcpHandler, FORWARDED_HEADER, jwtVerifier, type McpHandler, type 
 import { mcpExpress } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { createRedisClient, createRedisScaleOut } from '@mcp-kit/redis';
-import { envelope, modernAnswer, modernRequest, routingHeaders } from '../support/modern.js';
-import { startRedis, type TestRedis } from '../support/redis.js';
-import { callTool, initializeRequest, PROTOCOL } from '../support/sse.js';
-import { startTokenIssuer, type TokenIssuer } from '../support/token-issuer.js';
+import { envelope, modernRequest, routingHeaders, callTool, initializeRequest, LEGACY as PROTOCOL } from '@mcp-kit/testbed/requests';
+import { modernAnswer } from '@mcp-kit/testbed/fetch-client';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { startTokenIssuer, type TokenIssuer } from '@mcp-kit/testbed/token-issuer';
 
 /** The resource every instance serves: what clients ask tokens for, behind whatever balances them. */
 const RESOURCE = 'http://mcp.example.test/mcp';

@@ -9,11 +9,12 @@
  */
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAuthServer, type AuthServer } from '../support/auth-server.js';
-import type { Instance } from '../support/cluster.js';
-import { startProtectedApp } from '../support/protected-app.js';
-import { pythonVenv, runPythonJson } from '../support/python.js';
-import { completed, POLLED_CLOSES, POLLED_TASK, LEGACY, oneTo } from '../clients/harness.js';
+import { startAuthServer, type AuthServer } from '@mcp-kit/testbed/auth-server';
+import type { Instance } from '@mcp-kit/testbed/cluster';
+import { startProtectedApp } from '@mcp-kit/testbed/protected-app';
+import { pythonVenv, runPythonJson } from '@mcp-kit/testbed/python';
+import { completed, POLLED_CLOSES, POLLED_TASK, oneTo } from '@mcp-kit/testbed/long-task';
+import { LEGACY } from '@mcp-kit/testbed/requests';
 
 const script = fileURLToPath(new URL('../clients/python_oauth_client.py', import.meta.url));
 

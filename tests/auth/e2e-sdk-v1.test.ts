@@ -1,7 +1,7 @@
 /**
  * The SDK v1 client (`@modelcontextprotocol/sdk` 1.32.2) running its own OAuth flow against each
  * built example app (Express, Koa, `next start`) started with AUTH_ISSUER, and a real
- * authorization server (oidc-provider, tests/support/auth-server.ts): from the first `401` —
+ * authorization server (oidc-provider, packages/testbed/src/auth-server.ts): from the first `401` —
  * discovery, dynamic registration, PKCE, the authorization redirect the test follows as the user's
  * browser, `finishAuth` — to a polling `long_task` whose `403 insufficient_scope` makes the client
  * authorize again for `mcp:long` and whose resume GETs carry the token. The apps require `mcp` for
@@ -12,11 +12,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Browser, startAuthServer, type AuthServer } from '../support/auth-server.js';
-import { EXAMPLE_APPS, type Instance } from '../support/cluster.js';
-import { startProtectedApp } from '../support/protected-app.js';
-import { TestOAuthClient, Wire } from '../support/oauth-client.js';
-import { completed, POLLED_CLOSES, POLLED_TASK, oneTo, stepOf } from '../clients/harness.js';
+import { Browser, startAuthServer, type AuthServer } from '@mcp-kit/testbed/auth-server';
+import { EXAMPLE_APPS, type Instance } from '@mcp-kit/testbed/cluster';
+import { startProtectedApp } from '@mcp-kit/testbed/protected-app';
+import { TestOAuthClient, Wire } from '@mcp-kit/testbed/oauth-client';
+import { completed, POLLED_CLOSES, POLLED_TASK, oneTo, stepOf } from '@mcp-kit/testbed/long-task';
 
 describe.each(EXAMPLE_APPS)('SDK v1 client, OAuth on %s', (appName) => {
   let as: AuthServer;

@@ -5,15 +5,16 @@
  * `403 insufficient_scope` it steps up on (SEP-2350: the union of the scopes it had and the ones
  * challenged); and as a 2026-07-28 client (pinned, then `auto`) whose per-request POSTs each carry
  * the token, its step-up included. The app requires `mcp` for every request and `mcp:long` for
- * long_task (tests/support/protected-app.ts).
+ * long_task (packages/testbed/src/protected-app.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
-import { Browser, startAuthServer, type AuthServer } from '../support/auth-server.js';
-import { EXAMPLE_APPS, type ExampleAppName, type Instance } from '../support/cluster.js';
-import { TestOAuthClient, Wire } from '../support/oauth-client.js';
-import { startProtectedApp } from '../support/protected-app.js';
-import { completed, POLLED_CLOSES, POLLED_TASK, LEGACY, MODERN, oneTo, stepOf } from '../clients/harness.js';
+import { Browser, startAuthServer, type AuthServer } from '@mcp-kit/testbed/auth-server';
+import { EXAMPLE_APPS, type ExampleAppName, type Instance } from '@mcp-kit/testbed/cluster';
+import { TestOAuthClient, Wire } from '@mcp-kit/testbed/oauth-client';
+import { startProtectedApp } from '@mcp-kit/testbed/protected-app';
+import { completed, POLLED_CLOSES, POLLED_TASK, oneTo, stepOf } from '@mcp-kit/testbed/long-task';
+import { LEGACY, MODERN } from '@mcp-kit/testbed/requests';
 
 const STREAMED = { steps: 5, intervalMs: 10 };
 

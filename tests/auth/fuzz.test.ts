@@ -17,10 +17,10 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMcpHandler, jwtVerifier, type McpHandler } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { startAuthServer, type AuthServer } from '../support/auth-server.js';
-import { authTargets, type Served } from '../support/auth-targets.js';
-import { caseRng, count, LONG, seedFor, type Rng } from '../reliability/random.js';
-import { initializeRequest, PROTOCOL } from '../support/sse.js';
+import { startAuthServer, type AuthServer } from '@mcp-kit/testbed/auth-server';
+import { authTargets, type Served } from '@mcp-kit/testbed/auth-targets';
+import { caseRng, count, LONG, seedFor, type Rng } from '@mcp-kit/testbed/random';
+import { initializeRequest, LEGACY as PROTOCOL } from '@mcp-kit/testbed/requests';
 
 const RUNS = count(800, 20_000, 'AUTH_FUZZ_RUNS');
 

@@ -1,17 +1,19 @@
 /**
  * The resource server under attack, as an attacker at any header would try it: each built example
  * app (Express, Koa, a real `next start`) started with AUTH_ISSUER naming a real authorization
- * server (oidc-provider), which issues and signs every token here (tests/support/auth-server.ts:
+ * server (oidc-provider), which issues and signs every token here (packages/testbed/src/auth-server.ts:
  * the client credentials grant, each token shaped in one precise way before it is signed). Every
  * forgery has a control beside it that is accepted, so a refusal is the forgery's and not a broken
  * setup's. The app needs `mcp` for every request and `mcp:long` for long_task (PROTECTED_APP_ENV).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAuthServer, type AuthServer, type TokenShape } from '../support/auth-server.js';
-import { EXAMPLE_APPS, type ExampleAppName, type Instance } from '../support/cluster.js';
-import { envelope, modernAnswer, modernRequest, routingHeaders } from '../support/modern.js';
-import { startProtectedApp } from '../support/protected-app.js';
-import { initializeRequest, PROTOCOL, rawRequest, SseStream } from '../support/sse.js';
+import { startAuthServer, type AuthServer, type TokenShape } from '@mcp-kit/testbed/auth-server';
+import { EXAMPLE_APPS, type ExampleAppName, type Instance } from '@mcp-kit/testbed/cluster';
+import { envelope, modernRequest, routingHeaders } from '@mcp-kit/testbed/requests';
+import { modernAnswer } from '@mcp-kit/testbed/fetch-client';
+import { startProtectedApp } from '@mcp-kit/testbed/protected-app';
+import { initializeRequest, LEGACY as PROTOCOL } from '@mcp-kit/testbed/requests';
+import { rawRequest, SseStream } from '@mcp-kit/testbed/fetch-client';
 
 let as: AuthServer;
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 /**
  * A failing authorization server is not amplified: a flood of requests against the resource server
  * costs the authorization server a bounded number of requests, healthy or failing. Counted at the
- * server itself: the local issuer (tests/support/token-issuer.ts), which can fail its JWKS, its
+ * server itself: the local issuer (packages/testbed/src/token-issuer.ts), which can fail its JWKS, its
  * metadata or its introspection endpoint on demand, and the real one (oidc-provider, its JWKS
  * failing) behind the handler served by Express, Koa and Next's route handlers.
  */
@@ -13,10 +13,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createMcpHandler, introspectionVerifier, jwtVerifier, type McpHandler, type TokenVerifier } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { startAuthServer, type AuthServer } from '../support/auth-server.js';
-import { authTargets, type Served } from '../support/auth-targets.js';
-import { initializeRequest, PROTOCOL } from '../support/sse.js';
-import { startTokenIssuer, type TokenIssuer } from '../support/token-issuer.js';
+import { startAuthServer, type AuthServer } from '@mcp-kit/testbed/auth-server';
+import { authTargets, type Served } from '@mcp-kit/testbed/auth-targets';
+import { initializeRequest, LEGACY as PROTOCOL } from '@mcp-kit/testbed/requests';
+import { startTokenIssuer, type TokenIssuer } from '@mcp-kit/testbed/token-issuer';
 
 let issuer: TokenIssuer;
 beforeAll(async () => {

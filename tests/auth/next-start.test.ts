@@ -6,10 +6,10 @@
  * handler can also be asked what it built and ran).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nextAdapter, type ServerUnderTest } from '../support/adapters.js';
-import { modernAnswer, modernRequest, routingHeaders } from '../support/modern.js';
-import { callTool, initializeRequest, PROTOCOL } from '../support/sse.js';
-import { startTokenIssuer, tamper, type TokenIssuer } from '../support/token-issuer.js';
+import { nextAdapter, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { modernAnswer } from '@mcp-kit/testbed/fetch-client';
+import { modernRequest, routingHeaders, callTool, initializeRequest, LEGACY as PROTOCOL } from '@mcp-kit/testbed/requests';
+import { startTokenIssuer, tamper, type TokenIssuer } from '@mcp-kit/testbed/token-issuer';
 
 let issuer: TokenIssuer;
 let sut: ServerUnderTest;

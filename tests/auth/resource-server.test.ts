@@ -4,15 +4,15 @@
  * eras (each with its status, its `WWW-Authenticate` challenge and a JSON-RPC error body, and
  * nothing served: no session, no server, no tool run), the verified identity reaching tools of
  * both SDK majors, and a step-up from `403 insufficient_scope` to a call that runs. Tokens come
- * from a real local issuer (tests/support/token-issuer.ts) whose JWKS the verifier fetches.
+ * from a real local issuer (packages/testbed/src/token-issuer.ts) whose JWKS the verifier fetches.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createMcpHandler, jwtVerifier, type AuthOptions, type McpHandler, type McpHandlerOptions } from '@mcp-kit/core';
 import { fixtureServer, type FixtureSdk } from '@mcp-kit/fixtures';
-import { authTargets, type Served } from '../support/auth-targets.js';
-import { envelope, modernAnswer, modernRequest, routingHeaders } from '../support/modern.js';
-import { callTool, initializeRequest, PROTOCOL, rawRequest, SseStream } from '../support/sse.js';
-import { startTokenIssuer, tamper, type TokenIssuer } from '../support/token-issuer.js';
+import { authTargets, type Served } from '@mcp-kit/testbed/auth-targets';
+import { envelope, modernRequest, routingHeaders, callTool, initializeRequest, LEGACY as PROTOCOL } from '@mcp-kit/testbed/requests';
+import { modernAnswer, rawRequest, SseStream } from '@mcp-kit/testbed/fetch-client';
+import { startTokenIssuer, tamper, type TokenIssuer } from '@mcp-kit/testbed/token-issuer';
 
 let issuer: TokenIssuer;
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 /**
- * The token verifiers against a real local issuer (tests/support/token-issuer.ts): `jwtVerifier`
+ * The token verifiers against a real local issuer (packages/testbed/src/token-issuer.ts): `jwtVerifier`
  * finds the JWKS from the issuer's RFC 8414 metadata, fetches it once, fetches it again for a key
  * it does not know (a rotation) but not for every such token; `introspectionVerifier` asks the
  * RFC 7662 endpoint with its client credentials, refuses inactive tokens and other audiences, and
@@ -22,9 +22,9 @@ import {
 } from '@mcp-kit/core';
 import { mcpExpress, type McpExpressOptions } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { modernAnswer } from '../support/modern.js';
-import { initializeRequest, PROTOCOL, rawRequest } from '../support/sse.js';
-import { startTokenIssuer, type TokenIssuer } from '../support/token-issuer.js';
+import { modernAnswer, rawRequest } from '@mcp-kit/testbed/fetch-client';
+import { initializeRequest, LEGACY as PROTOCOL } from '@mcp-kit/testbed/requests';
+import { startTokenIssuer, type TokenIssuer } from '@mcp-kit/testbed/token-issuer';
 
 let issuer: TokenIssuer;
 beforeAll(async () => {

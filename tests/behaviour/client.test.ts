@@ -6,8 +6,8 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { answerServerRequests } from '../support/answers.js';
-import { adapters, sharedStarts, type ServerUnderTest } from '../support/adapters.js';
+import { answerServerRequests } from '@mcp-kit/testbed/clients';
+import { adapters, sharedStarts, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
 
 interface WireLog {
   /** When a response body ended, as the client saw it. */

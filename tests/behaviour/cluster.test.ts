@@ -19,10 +19,11 @@ import {
 } from '@mcp-kit/core';
 // By path: the root package does not depend on @mcp-kit/redis; the forwarder needs nothing of Redis.
 import { HttpForwarder } from '../../packages/redis/src/forward.js';
-import { inProcessAdapters, type Adapter, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
-import { callTool, errorOf, http, openSession } from '../support/sse.js';
-import { RawSession, splitId, toolCall, type RawSse } from '../reliability/client.js';
-import { ServerCounter, TwoPhase } from '../reliability/fixture.js';
+import { inProcessAdapters, type Adapter, type HarnessOptions, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { callTool } from '@mcp-kit/testbed/requests';
+import { errorOf, http, openSession } from '@mcp-kit/testbed/fetch-client';
+import { RawSession, splitId, type RawSse } from '@mcp-kit/testbed/raw-client';
+import { ServerCounter, TwoPhase } from '@mcp-kit/testbed/probes';
 
 /** One memory store seen by every instance, with an in-process live tail (what Redis pub/sub does). */
 class SharedStore {
@@ -194,7 +195,7 @@ function alternating(a: string, b: string): typeof fetch & { log: Array<{ to: st
 /** A session on A whose `two_phase` call produced its first phase, cut by A while its client held still. */
 async function firstPhaseCut(pr: Pair, tool: TwoPhase) {
   const session = await RawSession.open(pr.a.url);
-  const first = await session.postSse(toolCall(2, 'two_phase'));
+  const first = await session.postSse(callTool(2, 'two_phase'));
   await first.next();
   first.pause();
   await tool.firstProduced;

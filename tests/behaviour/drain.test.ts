@@ -9,8 +9,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { closeSSEStream, FORWARDED_HEADER, type EngineEvent } from '@mcp-kit/core';
-import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
-import { errorOf, http, initializeRequest } from '../support/sse.js';
+import { inProcessAdapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { errorOf, http } from '@mcp-kit/testbed/fetch-client';
+import { initializeRequest } from '@mcp-kit/testbed/requests';
 
 /** A tool that lets go of its stream (the client comes back in 300 ms) and answers once released. */
 function gatedServer(gate: { release?: () => void }): McpServer {

@@ -17,8 +17,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { MemoryEventStore, type ServerFactoryContext } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { inProcessAdapters, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
-import { callTool, errorOf, http, openSession } from '../support/sse.js';
+import { inProcessAdapters, type HarnessOptions, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { callTool } from '@mcp-kit/testbed/requests';
+import { errorOf, http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 /** Resolves the next time `fire()` is called: for awaiting events instead of sleeping. */
 class Signal {

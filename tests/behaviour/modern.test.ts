@@ -3,9 +3,9 @@
  * what a request of the revision gets, and what it is refused with.
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { adapters, sharedStarts, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
-import { envelope, MODERN, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
-import { callTool, errorOf, http, initializeRequest, openSession } from '../support/sse.js';
+import { adapters, sharedStarts, type HarnessOptions, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { envelope, MODERN, modernRequest, callTool, initializeRequest } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost, errorOf, http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 

@@ -8,9 +8,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { closeSSEStream, createMcpHandler, toFetchHandler } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { inProcessAdapters, nextAdapter, type ServerUnderTest } from '../support/adapters.js';
-import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
-import { callTool, http, initializeRequest, openSession, PROTOCOL, type SseBlock, type SseStream } from '../support/sse.js';
+import { inProcessAdapters, nextAdapter, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { envelope, modernRequest, callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost, http, openSession, type SseStream } from '@mcp-kit/testbed/fetch-client';
+import type { SseBlock } from '@mcp-kit/testbed/sse';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const withTasks = envelope({ 'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } } });
@@ -160,7 +161,7 @@ describe('waitUntil and maxCallDurationMs: options and the fetch bridge', () => 
     const fetchHandler = toFetchHandler(handler);
     const request = new Request('http://127.0.0.1/mcp', {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL },
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': LEGACY },
       body: JSON.stringify(initializeRequest(1)),
     });
     const response = await fetchHandler(request, { waitUntil: perRequest.waitUntil });

@@ -8,9 +8,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { McpHandlerOptions } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
-import { registerAskName } from '../support/ask-name.js';
-import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
+import { inProcessAdapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { registerAskName } from '@mcp-kit/testbed/probes';
+import { envelope, modernRequest } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost } from '@mcp-kit/testbed/fetch-client';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 

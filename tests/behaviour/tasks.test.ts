@@ -10,10 +10,10 @@ import { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { registerTaskToolsV1 } from '../../packages/fixtures/src/tasks/v1.js';
 import { registerTaskToolsV2 } from '../../packages/fixtures/src/tasks/v2.js';
-import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
-import { registerAskName } from '../support/ask-name.js';
-import { envelope, modernAnswer, modernPost, modernRequest, routingHeaders } from '../support/modern.js';
-import { errorOf, SseStream } from '../support/sse.js';
+import { inProcessAdapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { registerAskName } from '@mcp-kit/testbed/probes';
+import { envelope, modernRequest, routingHeaders } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost, errorOf, SseStream } from '@mcp-kit/testbed/fetch-client';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const SUBSCRIPTION = 'io.modelcontextprotocol/subscriptionId';

@@ -3,18 +3,10 @@
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryEventStore, type EventStore } from '@mcp-kit/core';
-import { adapters, inProcessAdapters, sharedStarts, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
-import {
-  callTool,
-  errorOf,
-  http,
-  initializeRequest,
-  openSession,
-  PROTOCOL,
-  rawRequest,
-  type McpHttp,
-  type SseBlock,
-} from '../support/sse.js';
+import { adapters, inProcessAdapters, sharedStarts, type HarnessOptions, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
+import { errorOf, http, openSession, rawRequest, type McpHttp } from '@mcp-kit/testbed/fetch-client';
+import type { SseBlock } from '@mcp-kit/testbed/sse';
 
 const TOKEN = /^[A-Za-z0-9_-]{22}$/;
 const seqOf = (id: string | undefined) => Number(id!.split('.')[1]);
@@ -63,7 +55,7 @@ describe.each(adapters)('wire: $name', (adapter) => {
     const response = await stream.next();
     expect(tokenOf(response.id)).toBe(tokenOf(priming.id));
     expect(seqOf(response.id)).toBe(1);
-    expect(JSON.parse(response.data!)).toMatchObject({ id: 1, result: { protocolVersion: PROTOCOL } });
+    expect(JSON.parse(response.data!)).toMatchObject({ id: 1, result: { protocolVersion: LEGACY } });
     await stream.ended_();
   });
 
@@ -361,7 +353,7 @@ describe.each(adapters)('wire: $name', (adapter) => {
     const init = await api.post(initializeRequest());
     expect(init.headers.get('content-type')).toMatch(/^application\/json/);
     const sessionId = init.headers.get('mcp-session-id')!;
-    expect((await init.json()).result.protocolVersion).toBe(PROTOCOL);
+    expect((await init.json()).result.protocolVersion).toBe(LEGACY);
     const res = await api.post(callTool(2, 'test_simple_text'), { 'mcp-session-id': sessionId });
     expect((await res.json()).id).toBe(2);
   });

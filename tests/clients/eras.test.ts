@@ -6,8 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { expectModernWire, fixtures, LEGACY, MODERN, serve, SIMPLE_TEXT, WireLog } from './harness.js';
+import { adapters, type ServerUnderTest, fixtures, serve, SIMPLE_TEXT } from '@mcp-kit/testbed/adapters';
+import { LEGACY, MODERN } from '@mcp-kit/testbed/requests';
+import { WireLog } from '@mcp-kit/testbed/wire-log';
+import { expectModernWire } from '../support/era-wire.js';
 
 type Mode = 'legacy' | 'auto' | { pin: string };
 

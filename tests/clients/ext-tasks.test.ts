@@ -9,9 +9,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/client';
 import type { TaskEnabledSession, TaskView } from '@modelcontextprotocol/ext-tasks/client';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { connectTaskSession, modernAnswer, modernPost, modernRequest, envelope } from '../support/modern.js';
-import { completed, fixtures, serve } from './harness.js';
+import { adapters, type ServerUnderTest, fixtures, serve } from '@mcp-kit/testbed/adapters';
+import { connectTaskSession } from '@mcp-kit/testbed/clients';
+import { modernAnswer, modernPost } from '@mcp-kit/testbed/fetch-client';
+import { modernRequest, envelope } from '@mcp-kit/testbed/requests';
+import { completed } from '@mcp-kit/testbed/long-task';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const clientInfo = { name: 'mcp-kit-ext-tasks-client', version: '1.0.0' };

@@ -1,5 +1,5 @@
 /**
- * The Python MCP SDK client (`mcp` 2.3.0, from the registry into a venv cached outside the checkout, see tests/support/python.ts) against every
+ * The Python MCP SDK client (`mcp` 2.3.0, from the registry into a venv cached outside the checkout, see packages/testbed/src/python.ts) against every
  * adapter, in `legacy` (a 2025 session that polls by reconnecting), `2026-07-28` (adopted without
  * a probe) and `auto` (probes server/discover and must land on 2026-07-28 here); and against
  * endpoints serving one era (the `eras` option), where auto must land on that era and the other
@@ -8,22 +8,19 @@
  */
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adapters, type Adapter, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
-import { pythonVenv, runPythonJson } from '../support/python.js';
 import {
-  completed,
+  adapters,
+  type Adapter,
+  type HarnessOptions,
+  type ServerUnderTest,
   fixtures,
   type Fixture,
-  LEGACY,
-  MODERN,
-  oneTo,
-  POLLED_CLOSES,
-  POLLED_TASK,
   serve,
   SIMPLE_TEXT,
-  STREAMED_TASK,
-  UNCLOSABLE_TASK,
-} from './harness.js';
+} from '@mcp-kit/testbed/adapters';
+import { pythonVenv, runPythonJson } from '@mcp-kit/testbed/python';
+import { completed, oneTo, POLLED_CLOSES, POLLED_TASK, STREAMED_TASK, UNCLOSABLE_TASK } from '@mcp-kit/testbed/long-task';
+import { LEGACY, MODERN } from '@mcp-kit/testbed/requests';
 
 const script = fileURLToPath(new URL('./python_client.py', import.meta.url));
 const REQUIREMENTS = ['mcp==2.3.0'];

@@ -10,8 +10,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { closeSSEStream } from '@mcp-kit/core';
-import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
-import { WireLog } from './harness.js';
+import { inProcessAdapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { WireLog } from '@mcp-kit/testbed/wire-log';
 
 /** `fails` lets go of its stream, then answers with a JSON-RPC error; `slow` lets go of its stream every few steps. */
 function server(): McpServer {

@@ -7,20 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import {
-  completed,
-  expectLegacyWire,
-  fixtures,
-  LEGACY,
-  oneTo,
-  POLLED_CLOSES,
-  POLLED_TASK,
-  serve,
-  SIMPLE_TEXT,
-  stepOf,
-  WireLog,
-} from './harness.js';
+import { adapters, type ServerUnderTest, fixtures, serve, SIMPLE_TEXT } from '@mcp-kit/testbed/adapters';
+import { completed, oneTo, POLLED_CLOSES, POLLED_TASK, stepOf } from '@mcp-kit/testbed/long-task';
+import { LEGACY } from '@mcp-kit/testbed/requests';
+import { WireLog } from '@mcp-kit/testbed/wire-log';
+import { expectLegacyWire } from '../support/era-wire.js';
 
 async function connect(url: string) {
   const wire = new WireLog();

@@ -6,24 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import {
-  completed,
-  expectLegacyWire,
-  expectModernWire,
-  fixtures,
-  LEGACY,
-  MODERN,
-  oneTo,
-  POLLED_CLOSES,
-  POLLED_TASK,
-  serve,
-  SIMPLE_TEXT,
-  stepOf,
-  STREAMED_TASK,
-  UNCLOSABLE_TASK,
-  WireLog,
-} from './harness.js';
+import { adapters, type ServerUnderTest, fixtures, serve, SIMPLE_TEXT } from '@mcp-kit/testbed/adapters';
+import { completed, oneTo, POLLED_CLOSES, POLLED_TASK, stepOf, STREAMED_TASK, UNCLOSABLE_TASK } from '@mcp-kit/testbed/long-task';
+import { LEGACY, MODERN } from '@mcp-kit/testbed/requests';
+import { WireLog } from '@mcp-kit/testbed/wire-log';
+import { expectModernWire, expectLegacyWire } from '../support/era-wire.js';
 
 type Mode = 'legacy' | 'auto' | { pin: string };
 

@@ -13,9 +13,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { http, openSession } from '../support/sse.js';
-import { CLUSTER_MODE, startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { connectClient, Counter, oneTo, type ClusterClient, type LongTask } from './clients.js';
+import { http, openSession } from '@mcp-kit/testbed/fetch-client';
+import { connectClient, Counter, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/long-task';
+import { CLUSTER_MODE, startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
 
 const HEARTBEAT_MS = 500;
 const RETRY_MS = 250;

@@ -5,8 +5,10 @@
  * restore, naming the client the new server knows; the session goes on as before for the client.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { EXAMPLE_APPS, freePort, instance, type Instance } from '../support/cluster.js';
-import { connectClient, oneTo, type ClusterClient } from './clients.js';
+import { EXAMPLE_APPS, instance, type Instance } from '@mcp-kit/testbed/cluster';
+import { freePort } from '@mcp-kit/testbed/processes';
+import { connectClient, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo } from '@mcp-kit/testbed/long-task';
 
 let app: Instance | undefined;
 let client: ClusterClient | undefined;

@@ -7,7 +7,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
-import { instance, type Instance } from '../support/cluster.js';
+import { instance, type Instance } from '@mcp-kit/testbed/cluster';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

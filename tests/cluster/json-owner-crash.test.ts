@@ -13,9 +13,9 @@
  */
 import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { startExpressNode, type ExpressNode } from '../support/express-node.js';
-import { startRedis, type TestRedis } from '../support/redis.js';
-import { callTool, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { startExpressNode, type ExpressNode } from '@mcp-kit/testbed/express-node';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
 
 let redis: TestRedis;
 let nodes: ExpressNode[] = [];
@@ -33,7 +33,7 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL };
+const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': LEGACY };
 
 /** A `work` tool whose first run hangs (its instance dies meanwhile) and whose later runs answer; `runs` counts its bodies. */
 function workTool() {

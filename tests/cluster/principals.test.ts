@@ -15,11 +15,13 @@ import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { createRedisClient, createRedisScaleOut, whenReady } from '@mcp-kit/redis';
-import { freePort, startRedis, type TestRedis } from '../support/redis.js';
-import { CLUSTER_MODE } from '../support/cluster.js';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
+import { CLUSTER_MODE } from '@mcp-kit/testbed/cluster';
 
 const SHARED = CLUSTER_MODE === 'shared';
-import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
+import { http } from '@mcp-kit/testbed/fetch-client';
 
 const HEARTBEAT_MS = 500;
 
@@ -117,7 +119,7 @@ const INTRUDERS = ['Bearer mallory', 'Bearer alice/u2', 'Bearer alice', undefine
 /** Alice's session on `node`, with one finished call whose stream a resume could name. */
 async function aliceSession(node: Node) {
   const api = http(node.url);
-  const init = await api.postSse(initializeRequest(1, PROTOCOL), { authorization: ALICE });
+  const init = await api.postSse(initializeRequest(1, LEGACY), { authorization: ALICE });
   const sessionId = init.response.headers.get('mcp-session-id')!;
   await init.until((m) => m.id === 1);
   await init.ended_();

@@ -7,17 +7,17 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { answerServerRequests } from '../support/answers.js';
-import { startRedis, type TestRedis } from '../support/redis.js';
+import { answerServerRequests } from '@mcp-kit/testbed/clients';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 import {
-  freePort,
   instance,
   roundRobinProxy,
   type ExampleAppName,
   type Instance,
   type ProxiedRequest,
   type RoundRobinProxy,
-} from '../support/cluster.js';
+} from '@mcp-kit/testbed/cluster';
+import { freePort } from '@mcp-kit/testbed/processes';
 
 let redis: TestRedis;
 let instances: Instance[] = [];

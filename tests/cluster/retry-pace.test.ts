@@ -12,8 +12,9 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startCluster, type ProxiedRequest, type TestCluster } from '../support/cluster.js';
-import { connectClient, oneTo, type ClusterClient } from './clients.js';
+import { startCluster, type ProxiedRequest, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { connectClient, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo } from '@mcp-kit/testbed/long-task';
 
 const ENV = { HEARTBEAT_MS: '500', DRAIN_MS: '20000', RETRY_MS: '250' };
 const FIRST = { steps: 4, intervalMs: 50, closeEvery: 1, retryMs: 150 };

@@ -11,9 +11,10 @@
  * before its SIGTERM, since a draining instance has no peer to hand requests over to.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { count, Rng, seedFor } from '../reliability/random.js';
-import { CLUSTER_MODE, startCluster, type TestCluster } from '../support/cluster.js';
-import { connectClient, Counter, oneTo, type ClusterClient, type LongTask } from './clients.js';
+import { count, Rng, seedFor } from '@mcp-kit/testbed/random';
+import { CLUSTER_MODE, startCluster, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { connectClient, Counter, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/long-task';
 
 // 200 in CI (the issue's number; ~50 s on 2 cores). Under LONG=1 (`pnpm test:chaos`) 300: one
 // Node process drives every SDK client and the proxy, and at 500 on 2 cores that process falls so

@@ -8,8 +8,10 @@
  * its `initialize` is answered.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { callTool, http, initializeRequest, parseBlock, PROTOCOL } from '../support/sse.js';
+import { startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
+import { http } from '@mcp-kit/testbed/fetch-client';
+import { messagesOf, parseSse } from '@mcp-kit/testbed/sse';
 
 let cluster: TestCluster;
 let a: Instance;
@@ -32,7 +34,7 @@ async function session(on: Instance, then: Instance): Promise<Record<string, str
   const sessionId = init.response.headers.get('mcp-session-id')!;
   await init.until((m) => m.id === 1);
   await init.ended_();
-  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL };
+  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY };
   const ack = await http(then.url).post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
   expect(ack.status, await ack.text()).toBe(202);
   return headers;
@@ -133,20 +135,13 @@ async function resumeAfterRedisRestart(headers: Record<string, string>, cursor: 
   for (;;) {
     const resumed = await http(b.url).get({ ...headers, 'last-event-id': lastEventId });
     const body = await resumed.text();
-    const later = resumed.status === 200 && messagesOf(body).length === 0 ? /^id: (.+~\d+)$/m.exec(body) : null;
+    const later = resumed.status === 200 && messagesOf(parseSse(body)).length === 0 ? /^id: (.+~\d+)$/m.exec(body) : null;
     if (!later || Date.now() > deadline) return { status: resumed.status, body };
     expect(later[1]!.startsWith(`${cursor}~`), body).toBe(true);
     lastEventId = later[1]!;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
-
-const messagesOf = (body: string) =>
-  body
-    .split('\n\n')
-    .map(parseBlock)
-    .filter((block) => block.data)
-    .map((block) => JSON.parse(block.data!));
 
 // Last: they restart the cluster's redis-server.
 describe.each([
@@ -175,7 +170,7 @@ describe.each([
     }
     const resumed = await resumeAfterRedisRestart(headers, cursor);
     expect(resumed.status, resumed.body).toBe(200);
-    const answers = messagesOf(resumed.body).filter((m) => m.id === 2);
+    const answers = messagesOf(parseSse(resumed.body)).filter((m) => m.id === 2);
     expect(answers).toHaveLength(1);
     expect(answers[0].error.message).toMatch(/the event store lost this request's events/);
     // Its answer carries an event id: resuming past it there is nothing left (204), on either instance.

@@ -5,9 +5,9 @@
  * with an error that names the lost instance, within the heartbeat window and one poll.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { envelope, modernAnswer, modernPost, modernRequest, routingHeaders } from '../support/modern.js';
-import { SseStream } from '../support/sse.js';
+import { startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { envelope, modernRequest, routingHeaders } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost, SseStream } from '@mcp-kit/testbed/fetch-client';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const HEARTBEAT_MS = 500;

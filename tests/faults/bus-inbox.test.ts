@@ -7,8 +7,9 @@
  * leave it to its own timeout; meanwhile A serves the session's other requests.
  */
 import { afterEach, expect, it } from 'vitest';
-import { startSharedPair } from '../support/shared-pair.js';
-import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { startSharedPair } from '@mcp-kit/testbed/shared-pair';
+import { callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
+import { http } from '@mcp-kit/testbed/fetch-client';
 
 const BUS = /mcp-kit:bus:/;
 
@@ -26,7 +27,7 @@ async function session(on: string, then: string): Promise<Record<string, string>
   const sessionId = init.response.headers.get('mcp-session-id')!;
   await init.until((m) => m.id === 1);
   await init.ended_();
-  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL };
+  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY };
   const ack = await http(then).post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
   expect(ack.status, await ack.text()).toBe(202);
   return headers;

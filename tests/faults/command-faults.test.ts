@@ -7,12 +7,14 @@
  * that was acknowledged, never a 500.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '../support/cluster.js';
-import { freePort, startRedis, type TestRedis } from '../support/redis.js';
-import { startRespFaultProxy, type RespFaultProxy } from '../support/resp-faults.js';
-import { connectClient, oneTo, type ClusterClient, type LongTask } from '../cluster/clients.js';
-import { seedFor } from '../reliability/random.js';
-import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
+import { instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '@mcp-kit/testbed/cluster';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
+import { startRespFaultProxy, type RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
+import { connectClient, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/long-task';
+import { seedFor } from '@mcp-kit/testbed/random';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from '../support/raw-chaos.js';
 
 const LONG = process.env.LONG === '1';
 const CLIENTS = LONG ? 30 : 9;

@@ -11,11 +11,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { instance, type Instance } from '../support/cluster.js';
-import { freePort, startRedis, type TestRedis } from '../support/redis.js';
-import { redisCommand } from '../support/redis-command.js';
-import { startRespFaultProxy, type RespFaultProxy } from '../support/resp-faults.js';
-import { http, openSession } from '../support/sse.js';
+import { instance, type Instance } from '@mcp-kit/testbed/cluster';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
+import { redisCommand } from '@mcp-kit/testbed/redis-command';
+import { startRespFaultProxy, type RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
+import { http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 const ENV = { HEARTBEAT_MS: '1000', RETRY_MS: '100', LIVE_PAGE: '0' };
 

@@ -5,8 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient } from '@mcp-kit/redis';
-import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { callTool, http, initializeRequest, openSession } from '../support/sse.js';
+import { startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { callTool, initializeRequest } from '@mcp-kit/testbed/requests';
+import { http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 const IDLE_SESSIONS = 10_000;
 // pnpm test:chaos (LONG=1) hands 10× the requests over.

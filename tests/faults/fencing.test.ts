@@ -8,8 +8,9 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient } from '@mcp-kit/redis';
-import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { callTool, http, openSession, PROTOCOL } from '../support/sse.js';
+import { startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { callTool, LEGACY } from '@mcp-kit/testbed/requests';
+import { http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 const HEARTBEAT_MS = 300;
 
@@ -103,7 +104,7 @@ function sendToStopped(url: string, body: unknown, headers: Record<string, strin
     headers: {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': PROTOCOL,
+      'mcp-protocol-version': LEGACY,
       ...headers,
     },
   });

@@ -9,9 +9,11 @@
  * node-1 owns the sessions, node-0 forwards to it on keep-alive sockets it used just before.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLUSTER_MODE, startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { callTool, errorOf, http, openSession } from '../support/sse.js';
-import { connectClient, oneTo, type ClusterClient } from '../cluster/clients.js';
+import { CLUSTER_MODE, startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { callTool } from '@mcp-kit/testbed/requests';
+import { errorOf, http, openSession } from '@mcp-kit/testbed/fetch-client';
+import { connectClient, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo } from '@mcp-kit/testbed/long-task';
 
 // The owner's keep-alive comments on idle streams, and so the relay watchdog (2 × this), short for
 // the test; the forward's response timeout stays at its default.

@@ -6,8 +6,9 @@
  * session gone from the owner; it must still be answered (restored by the peer), never a 502.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { callTool, http, openSession } from '../support/sse.js';
+import { startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { callTool } from '@mcp-kit/testbed/requests';
+import { http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 let cluster: TestCluster;
 let a: Instance;

@@ -5,8 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FORWARDED_HEADER } from '@mcp-kit/core';
-import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { callTool, http, initializeRequest, openSession } from '../support/sse.js';
+import { startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { callTool, initializeRequest } from '@mcp-kit/testbed/requests';
+import { http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 let cluster: TestCluster;
 let a: Instance;

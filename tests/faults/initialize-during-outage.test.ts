@@ -13,10 +13,12 @@ import { createMcpHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { createRedisScaleOut } from '@mcp-kit/redis';
-import { instance, type Instance } from '../support/cluster.js';
-import { freePort, startRedis, type TestRedis } from '../support/redis.js';
-import { redisCommand } from '../support/redis-command.js';
-import { http, initializeRequest, openSession, SseStream } from '../support/sse.js';
+import { instance, type Instance } from '@mcp-kit/testbed/cluster';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
+import { redisCommand } from '@mcp-kit/testbed/redis-command';
+import { http, openSession, SseStream } from '@mcp-kit/testbed/fetch-client';
+import { initializeRequest } from '@mcp-kit/testbed/requests';
 
 const ENV = { HEARTBEAT_MS: '1000', RETRY_MS: '100' };
 

@@ -5,9 +5,10 @@
  * instance opens speaks RESP3 on ioredis 6 (its default, `HELLO 3`) and RESP2 on ioredis 5.
  */
 import { afterEach, expect, it } from 'vitest';
-import { instance } from '../support/cluster.js';
-import { freePort, startRedis } from '../support/redis.js';
-import { redisCommand } from '../support/redis-command.js';
+import { instance } from '@mcp-kit/testbed/cluster';
+import { freePort } from '@mcp-kit/testbed/processes';
+import { startRedis } from '@mcp-kit/testbed/redis';
+import { redisCommand } from '@mcp-kit/testbed/redis-command';
 
 const started: Array<() => Promise<void>> = [];
 afterEach(async () => {

@@ -9,9 +9,11 @@
  * redis-restart (Redis restarted empty): a raw chaos client's resume answered 410.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startCluster, type TestCluster } from '../support/cluster.js';
-import { redisCommand } from '../support/redis-command.js';
-import { callTool, http, initializeRequest, parseBlock, PROTOCOL } from '../support/sse.js';
+import { startCluster, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { redisCommand } from '@mcp-kit/testbed/redis-command';
+import { callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
+import { http } from '@mcp-kit/testbed/fetch-client';
+import { messagesOf, parseSse } from '@mcp-kit/testbed/sse';
 
 let cluster: TestCluster;
 beforeAll(async () => {
@@ -27,7 +29,7 @@ it('resumes of a lost stream sent at the same moment each hear the lost-events e
   const sessionId = init.response.headers.get('mcp-session-id')!;
   await init.until((m) => m.id === 1);
   await init.ended_();
-  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL };
+  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY };
   expect((await http(url).post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status).toBe(202);
   const call = await http(url).postSse(callTool(2, 'long_task', { steps: 400, intervalMs: 50, closeEvery: 2, retryMs: 100 }), headers);
   await call.ended_();
@@ -47,12 +49,7 @@ it('resumes of a lost stream sent at the same moment each hear the lost-events e
   // later one) a server close with a retry hint that sends it back. Never 404 or 410.
   const heard = resumes.map(({ status, body }) => {
     expect(status, body).toBe(200);
-    const answers = body
-      .split('\n\n')
-      .map(parseBlock)
-      .filter((block) => block.data)
-      .map((block) => JSON.parse(block.data!) as { id?: number; error?: { message: string } })
-      .filter((m) => m.id === 2);
+    const answers: Array<{ error?: { message: string } }> = messagesOf(parseSse(body)).filter((m) => m.id === 2);
     if (answers.length === 0) expect(body, 'neither the answer nor a retry hint').toMatch(/^retry: \d+$/m);
     for (const answer of answers) expect(answer.error?.message, body).toMatch(/the event store lost this request's events/);
     return answers.length;

@@ -9,12 +9,14 @@
  * session has one owner afterwards and takes another call.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '../support/cluster.js';
-import { freePort, startRedis, type TestRedis } from '../support/redis.js';
-import { startRespFaultProxy, type RespFaultProxy } from '../support/resp-faults.js';
-import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '../cluster/clients.js';
-import { seedFor } from '../reliability/random.js';
-import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
+import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '@mcp-kit/testbed/cluster';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
+import { startRespFaultProxy, type RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
+import { connectClient, stepsReached, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/long-task';
+import { seedFor } from '@mcp-kit/testbed/random';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from '../support/raw-chaos.js';
 
 const HEARTBEAT_MS = 300;
 const WINDOW_MS = 3 * HEARTBEAT_MS;

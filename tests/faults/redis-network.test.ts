@@ -1,10 +1,10 @@
 /**
  * A bad network between the instances and Redis (issue 27): three Redis-backed express-example
- * instances reach a real redis-server through tests/support/net-faults.ts, behind the round-robin
+ * instances reach a real redis-server through packages/testbed/src/net-faults.ts, behind the round-robin
  * proxy; SDK v1 clients, SDK v2 clients (`legacy`: a 2025 session; the default negotiation, which
  * lands on 2026-07-28 and stays on its one stream) with their default settings (SDK v1: two failed
  * reconnects and they stop listening; the SDKs' 60 s request timeout) and raw chaos clients
- * (tests/faults/raw-chaos.ts: cutting their own connections at random and resuming) call
+ * (tests/support/raw-chaos.ts: cutting their own connections at random and resuming) call
  * long_task with closeEvery.
  * - Flaky: every chunk delayed by 0–300 ms (order kept) and one Redis connection reset every 3 s.
  *   Nothing is lost and no instance misses its heartbeat window: every call completes, a raw one
@@ -28,23 +28,23 @@
  * through 30 s.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '../support/cluster.js';
-import { freePort, startRedis, type TestRedis } from '../support/redis.js';
-import { startNetFaultProxy, type NetFaultProxy } from '../support/net-faults.js';
-import { oneTo, type LongTask } from '../cluster/clients.js';
-import { RawSession, RawSse, toolCall } from '../reliability/client.js';
-import { seedFor } from '../reliability/random.js';
-import { PROTOCOL } from '../support/sse.js';
-import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
+import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '@mcp-kit/testbed/cluster';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
+import { startNetFaultProxy, type NetFaultProxy } from '@mcp-kit/testbed/net-faults';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/long-task';
+import { RawSession, RawSse } from '@mcp-kit/testbed/raw-client';
+import { callTool, LEGACY } from '@mcp-kit/testbed/requests';
 import {
   CLIENT_TIMEOUT_MS,
   connectOutageClients,
-  rawCallAgain,
   stepsReached,
   timelineOf,
   type OutageClient,
   type OutageKind,
-} from './outage-clients.js';
+} from '@mcp-kit/testbed/clients';
+import { seedFor } from '@mcp-kit/testbed/random';
+import { auditRawChaos, describeRawChaos, rawCallAgain, RawChaosClient } from '../support/raw-chaos.js';
 
 const LONG = process.env.LONG === '1';
 // The example apps' own heartbeat (2 s: an instance counts as gone 6 s after its last beat), as a
@@ -60,7 +60,7 @@ const COMMAND_TIMEOUT_MS = 2_000;
  */
 const INSTANCE_LOST = /server instance running this request was lost/;
 
-/** The SDK clients by kind (see outage-clients.ts), the raw chaos clients beside them, and the calls each makes. */
+/** The SDK clients by kind (see @mcp-kit/testbed/clients), the raw chaos clients beside them, and the calls each makes. */
 interface Scenario {
   clients: Partial<Record<OutageKind, number>>;
   raw: number;
@@ -241,7 +241,7 @@ describe('a network to Redis that black-holes every byte, then resets', () => {
     await connectAll(proxy.url, BLACK_HOLE);
     // A session of its own for the probes (on node-0), with a finished call to resume from.
     const session = await RawSession.open(instances[0]!.url);
-    const done = await session.postSse(toolCall(1, 'long_task', { steps: 1, intervalMs: 0 }));
+    const done = await session.postSse(callTool(1, 'long_task', { steps: 1, intervalMs: 0 }));
     await done.end();
     const cursor = done.lastEventId!;
     const from = proxy.log.length;
@@ -252,8 +252,8 @@ describe('a network to Redis that black-holes every byte, then resets', () => {
     await stepsReached(clients, 5);
     const hole = net.blackHole(BLACK_HOLE.holdMs);
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const json = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL };
-    const inSession = { 'mcp-session-id': session.sessionId, 'mcp-protocol-version': PROTOCOL };
+    const json = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': LEGACY };
+    const inSession = { 'mcp-session-id': session.sessionId, 'mcp-protocol-version': LEGACY };
     const probes = await Promise.all(
       instances.flatMap((inst) => [
         probe(`initialize at ${inst.name}`, inst.url, {
@@ -263,7 +263,7 @@ describe('a network to Redis that black-holes every byte, then resets', () => {
             jsonrpc: '2.0',
             id: 0,
             method: 'initialize',
-            params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'probe', version: '1' } },
+            params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'probe', version: '1' } },
           }),
         }),
         probe(`ping at ${inst.name}`, inst.url, {

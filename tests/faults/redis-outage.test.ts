@@ -15,16 +15,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, type TestCluster } from '../support/cluster.js';
-import { oneTo, type LongTask } from '../cluster/clients.js';
-import { pythonVenv, runPythonJson } from '../support/python.js';
-import { seedFor } from '../reliability/random.js';
-import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
-import { CLIENT_TIMEOUT_MS, connectOutageClients, isTaskClient, stepsReached, timelineOf, type OutageClient } from './outage-clients.js';
+import { startCluster, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/long-task';
+import {
+  CLIENT_TIMEOUT_MS,
+  connectOutageClients,
+  isTaskClient,
+  stepsReached,
+  timelineOf,
+  type OutageClient,
+} from '@mcp-kit/testbed/clients';
+import { pythonVenv, runPythonJson } from '@mcp-kit/testbed/python';
+import { seedFor } from '@mcp-kit/testbed/random';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from '../support/raw-chaos.js';
 
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
 const CLIENTS = process.env.LONG === '1' ? 30 : 6; // of each kind
-/** Raw chaos clients beside them (tests/faults/raw-chaos.ts): two calls each, cutting and resuming on their own. */
+/** Raw chaos clients beside them (tests/support/raw-chaos.ts): two calls each, cutting and resuming on their own. */
 const RAW_CLIENTS = process.env.LONG === '1' ? 10 : 3;
 const LONG: LongTask = { steps: 30, intervalMs: 100, closeEvery: 5, retryMs: 700 };
 

@@ -8,10 +8,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startCluster, type TestCluster } from '../support/cluster.js';
-import { connectClient, oneTo, stepsReached, type ClusterClient, type LongTask } from '../cluster/clients.js';
-import { seedFor } from '../reliability/random.js';
-import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
+import { startCluster, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { connectClient, stepsReached, type ClusterClient } from '@mcp-kit/testbed/clients';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/long-task';
+import { seedFor } from '@mcp-kit/testbed/random';
+import { auditRawChaos, describeRawChaos, RawChaosClient } from '../support/raw-chaos.js';
 
 const ENV = { HEARTBEAT_MS: '500', RETRY_MS: '200', DRAIN_MS: '10000' };
 // pnpm test:chaos (LONG=1) runs 10× the clients.

@@ -1,5 +1,5 @@
 /**
- * The Redis fault proxy (tests/support/resp-faults.ts) reads RESP to pair each command with its
+ * The Redis fault proxy (packages/testbed/src/resp-faults.ts) reads RESP to pair each command with its
  * reply. ioredis 6 speaks RESP3 (`HELLO 3`), whose replies add types RESP2 has not: a proxy that
  * knew only RESP2 threw `unexpected RESP type "%"` at HELLO's map and dropped the connection, so
  * every fault suite on ioredis 6 failed. Here its parser on every RESP3 type, whole and cut at every
@@ -8,8 +8,8 @@
  */
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis } from '../support/redis.js';
-import { respValueLength, startRespFaultProxy, type RespFaultProxy } from '../support/resp-faults.js';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { respValueLength, startRespFaultProxy, type RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
 
 /** One complete value of each RESP type, RESP2's and RESP3's (the examples of the RESP3 specification among them). */
 const VALUES: Record<string, string> = {

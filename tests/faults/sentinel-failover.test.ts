@@ -1,11 +1,11 @@
 /**
  * A Sentinel failover (issue 27): a Redis primary, its replica and three Sentinels from the same
- * `redis-server` binary (tests/support/sentinel.ts); three express-example instances find the
+ * `redis-server` binary (packages/testbed/src/sentinel.ts); three express-example instances find the
  * primary through the Sentinels (`REDIS_SENTINELS`, `REDIS_SENTINEL_NAME`), behind the round-robin
  * proxy; SDK v1 clients, SDK v2 clients (`legacy`: a 2025 session; the default negotiation,
  * which lands on 2026-07-28 and stays on its one stream) with their default settings (SDK v1: two
  * failed reconnects and they stop listening; the SDKs' 60 s request timeout) and raw chaos
- * clients (tests/faults/raw-chaos.ts: two calls each, cutting their own connections at random and
+ * clients (tests/support/raw-chaos.ts: two calls each, cutting their own connections at random and
  * resuming) call long_task with closeEvery. While every 2025 SDK client is away polling (a
  * 2026-07-28 one mid-stream), the primary is killed (SIGKILL) and the Sentinels promote the
  * replica (1.7–3.1 s: 1 s to count it down, then the vote). Before issue 27 (SDK v1 clients
@@ -29,25 +29,24 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '../support/cluster.js';
-import { freePort } from '../support/redis.js';
-import { redisCommand } from '../support/redis-command.js';
-import { SENTINEL_NAME, startSentinels, type TestSentinels } from '../support/sentinel.js';
-import { oneTo, type LongTask } from '../cluster/clients.js';
-import { seedFor } from '../reliability/random.js';
-import { auditRawChaos, describeRawChaos, RawChaosClient } from './raw-chaos.js';
+import { CLUSTER_MODE, instance, roundRobinProxy, type Instance, type RoundRobinProxy } from '@mcp-kit/testbed/cluster';
+import { freePort } from '@mcp-kit/testbed/processes';
+import { redisCommand } from '@mcp-kit/testbed/redis-command';
+import { SENTINEL_NAME, startSentinels, type TestSentinels } from '@mcp-kit/testbed/sentinel';
+import { oneTo, type LongTask } from '@mcp-kit/testbed/long-task';
 import {
   CLIENT_TIMEOUT_MS,
   connectOutageClients,
-  rawCallAgain,
   stepsReached,
   timelineOf,
   type OutageClient,
   type OutageKind,
-} from './outage-clients.js';
+} from '@mcp-kit/testbed/clients';
+import { seedFor } from '@mcp-kit/testbed/random';
+import { auditRawChaos, describeRawChaos, rawCallAgain, RawChaosClient } from '../support/raw-chaos.js';
 
 const LONG = process.env.LONG === '1';
-/** The SDK clients, by kind (see outage-clients.ts). */
+/** The SDK clients, by kind (see @mcp-kit/testbed/clients). */
 const CLIENTS: Partial<Record<OutageKind, number>> = LONG
   ? { v1: 18, 'v2-legacy': 9, 'v2-auto': 9 }
   : { v1: 6, 'v2-legacy': 3, 'v2-auto': 3 };

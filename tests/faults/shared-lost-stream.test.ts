@@ -9,21 +9,16 @@
  * the resume ends the call with the lost-events error.
  */
 import { afterEach, expect, it } from 'vitest';
-import { redisCommand } from '../support/redis-command.js';
-import { startSharedPair } from '../support/shared-pair.js';
-import { callTool, http, initializeRequest, parseBlock, PROTOCOL } from '../support/sse.js';
+import { redisCommand } from '@mcp-kit/testbed/redis-command';
+import { startSharedPair } from '@mcp-kit/testbed/shared-pair';
+import { callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
+import { http } from '@mcp-kit/testbed/fetch-client';
+import { messagesOf, parseSse } from '@mcp-kit/testbed/sse';
 
 const started: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const stop of started.splice(0).reverse()) await stop();
 });
-
-const messagesOf = (body: string) =>
-  body
-    .split('\n\n')
-    .map(parseBlock)
-    .filter((block) => block.data)
-    .map((block) => JSON.parse(block.data!) as { id?: number; error?: { message: string } });
 
 it('a resume through B of a stream the store lost, while A (its writer) cannot reach Redis, is sent back until A answers: the lost-events error, never 404/410', async () => {
   const { redis, faults, a, b } = await startSharedPair(started);
@@ -31,7 +26,7 @@ it('a resume through B of a stream the store lost, while A (its writer) cannot r
   const sessionId = init.response.headers.get('mcp-session-id')!;
   await init.until((m) => m.id === 1);
   await init.ended_();
-  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL };
+  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY };
   expect((await http(b.url).post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status).toBe(202);
 
   // A runs a long call and lets its client go after step 2 (closeEvery: 2).
@@ -56,7 +51,7 @@ it('a resume through B of a stream the store lost, while A (its writer) cannot r
     const body = await resumed.text();
     seen.push(`${resumed.status} after ${Date.now() - startedAt} ms`);
     expect(resumed.status, `${seen.join(', ')}: ${body}`).toBe(200);
-    const answers = messagesOf(body).filter((m) => m.id === 2);
+    const answers = messagesOf(parseSse(body)).filter((m) => m.id === 2);
     if (answers.length > 0) {
       expect(answers[0]!.error?.message, body).toMatch(/the event store lost this request's events/);
       break;
@@ -81,7 +76,7 @@ it('a resume of a lost stream whose writer is gone for good is sent back a bound
   const sessionId = init.response.headers.get('mcp-session-id')!;
   await init.until((m) => m.id === 1);
   await init.ended_();
-  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL };
+  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY };
   const call = await http(a.url).postSse(callTool(2, 'long_task', { steps: 400, intervalMs: 50, closeEvery: 2, retryMs: 100 }), headers);
   await call.ended_();
   const cursor = call.blocks.filter((blk) => blk.id).at(-1)!.id!;

@@ -5,8 +5,9 @@
  * live on: once A is back, the session is gone there too (404), and the call A's copy ran has ended.
  */
 import { afterEach, expect, it } from 'vitest';
-import { startSharedPair } from '../support/shared-pair.js';
-import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { startSharedPair } from '@mcp-kit/testbed/shared-pair';
+import { callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
+import { http } from '@mcp-kit/testbed/fetch-client';
 
 /** What each test started, stopped in reverse order after it. */
 const started: Array<() => Promise<void>> = [];
@@ -20,7 +21,7 @@ it('a session deleted through B while A was cut off from Redis is gone on A once
   const init = await http(b.url).postSse(initializeRequest(1));
   const sessionId = init.response.headers.get('mcp-session-id')!;
   await init.until((m) => m.id === 1);
-  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL };
+  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY };
   expect((await http(a.url).post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status).toBe(202);
   // A call runs on A's copy (no closes: its stream stays open while A is cut off).
   const call = await http(a.url).postSse(callTool(2, 'long_task', { steps: 400, intervalMs: 50 }), headers);

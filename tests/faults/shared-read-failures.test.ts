@@ -9,9 +9,10 @@
  *   before it serves one, and never serves one unchecked: a failed check is made again.
  */
 import { afterEach, expect, it } from 'vitest';
-import type { RespFaultProxy } from '../support/resp-faults.js';
-import { startSharedPair } from '../support/shared-pair.js';
-import { http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import type { RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
+import { startSharedPair } from '@mcp-kit/testbed/shared-pair';
+import { http } from '@mcp-kit/testbed/fetch-client';
+import { initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
 
 const BUS = /mcp-kit:bus:/;
 
@@ -27,7 +28,7 @@ async function session(on: string): Promise<Record<string, string>> {
   const sessionId = init.response.headers.get('mcp-session-id')!;
   await init.until((m) => m.id === 1);
   await init.ended_();
-  return { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL };
+  return { 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY };
 }
 
 /** The next `command` A sends fails; the rest pass. */

@@ -7,11 +7,13 @@
  * black-hole its bus subscriber's connection.
  */
 import { afterEach, expect, it } from 'vitest';
-import { instance } from '../support/cluster.js';
-import { redisCommand } from '../support/redis-command.js';
-import { freePort, startRedis } from '../support/redis.js';
-import { startRespFaultProxy } from '../support/resp-faults.js';
-import { http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { instance } from '@mcp-kit/testbed/cluster';
+import { redisCommand } from '@mcp-kit/testbed/redis-command';
+import { startRedis } from '@mcp-kit/testbed/redis';
+import { freePort } from '@mcp-kit/testbed/processes';
+import { startRespFaultProxy } from '@mcp-kit/testbed/resp-faults';
+import { http } from '@mcp-kit/testbed/fetch-client';
+import { initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
 
 const ENV = { CLUSTER: 'shared', HEARTBEAT_MS: '300', RETRY_MS: '100', LIVE_PAGE: '0' };
 const BUS = /mcp-kit:bus:/;
@@ -28,7 +30,7 @@ async function session(on: string, then: string): Promise<Record<string, string>
   const sessionId = init.response.headers.get('mcp-session-id')!;
   await init.until((m) => m.id === 1);
   await init.ended_();
-  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL };
+  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY };
   const ack = await http(then).post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
   expect(ack.status, await ack.text()).toBe(202);
   return headers;

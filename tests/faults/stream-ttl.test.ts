@@ -10,8 +10,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { closeSSEStream, MemoryEventStore, type EventStore } from '@mcp-kit/core';
 import { RedisEventStore } from '@mcp-kit/redis';
-import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
-import { startRedis, type TestRedis } from '../support/redis.js';
+import { inProcessAdapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 
 const TTL_MS = 300;
 const SILENT_MS = 4 * TTL_MS;

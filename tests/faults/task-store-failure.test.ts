@@ -10,10 +10,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { closeSSEStream } from '@mcp-kit/core';
 import { RedisTaskStore } from '@mcp-kit/redis';
-import { expressAdapter, koaAdapter, type ServerUnderTest } from '../support/adapters.js';
-import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
-import { startRedis, type TestRedis } from '../support/redis.js';
-import { startRespFaultProxy, type RespFaultProxy } from '../support/resp-faults.js';
+import { expressAdapter, koaAdapter, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { envelope, modernRequest } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost } from '@mcp-kit/testbed/fetch-client';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { startRespFaultProxy, type RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const withTasks = envelope({ 'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } } });

@@ -6,9 +6,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { closeSSEStream, MemoryTaskStore, type TaskStore } from '@mcp-kit/core';
-import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
-import { registerAskName } from '../support/ask-name.js';
-import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
+import { inProcessAdapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { registerAskName } from '@mcp-kit/testbed/probes';
+import { envelope, modernRequest } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost } from '@mcp-kit/testbed/fetch-client';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const withTasks = (caps: Record<string, unknown> = {}) =>

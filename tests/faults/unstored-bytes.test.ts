@@ -16,8 +16,8 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { closeSSEStream } from '@mcp-kit/core';
 import { RedisEventStore } from '@mcp-kit/redis';
-import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
-import { startRedis, type TestRedis } from '../support/redis.js';
+import { inProcessAdapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 
 const MAX_UNSTORED_BYTES = 4_096;
 const NOTES = 60;

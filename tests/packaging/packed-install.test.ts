@@ -19,7 +19,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startRedis, type TestRedis } from '../support/redis.js';
+import { freePort } from '@mcp-kit/testbed/processes';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));

@@ -8,10 +8,11 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryEventStore, type EventStore } from '@mcp-kit/core';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { RawSession, splitId, toolCall, type OpenOptions, type RawSse } from './client.js';
-import { QueuedStore, ServerCounter } from './fixture.js';
-import { count, LONG, Rng, seedFor } from './random.js';
+import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { RawSession, splitId, type OpenOptions, type RawSse } from '@mcp-kit/testbed/raw-client';
+import { callTool as toolCall } from '@mcp-kit/testbed/requests';
+import { QueuedStore, ServerCounter } from '@mcp-kit/testbed/probes';
+import { count, LONG, Rng, seedFor } from '@mcp-kit/testbed/random';
 
 const CYCLES = count(50, 1_000, 'CHAOS_CYCLES');
 const ASYNC_CYCLES = count(20, 1_000, 'CHAOS_CYCLES');

@@ -6,11 +6,12 @@
 import type { ServerResponse } from 'node:http';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { MemoryEventStore } from '@mcp-kit/core';
-import { adapters, inProcessAdapters, sharedStarts, type ServerUnderTest } from '../support/adapters.js';
-import { initialize, jsonRpcError, RawSession, send, splitId, toolCall, type RawSse } from './client.js';
-import { GatedStore, registerBurst, registerTicker, ServerCounter, TwoPhase } from './fixture.js';
-import { collect, listenerPid, rssOf } from './memory.js';
-import { count } from './random.js';
+import { adapters, inProcessAdapters, sharedStarts, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { initializeRequest as initialize, callTool as toolCall } from '@mcp-kit/testbed/requests';
+import { jsonRpcError, RawSession, send, splitId, type RawSse } from '@mcp-kit/testbed/raw-client';
+import { GatedStore, registerBurst, registerTicker, ServerCounter, TwoPhase } from '@mcp-kit/testbed/probes';
+import { collect, listenerPid, rssOf } from '@mcp-kit/testbed/memory';
+import { count } from '@mcp-kit/testbed/random';
 
 const MB = 1024 * 1024;
 const mb = (bytes: number) => Math.round((bytes / MB) * 10) / 10;

@@ -17,10 +17,11 @@
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computed } from '../../packages/fixtures/src/tasks/spec.js';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { MODERN } from '../support/modern.js';
-import { agent, RawSession, RawSse, send, toolCall } from './client.js';
-import { caseRng, count, LONG, type Rng, seedFor } from './random.js';
+import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { MODERN, callTool } from '@mcp-kit/testbed/requests';
+import { agent, RawSession, RawSse, send } from '@mcp-kit/testbed/raw-client';
+import { caseRng, count, LONG, type Rng, seedFor } from '@mcp-kit/testbed/random';
+import { messagesOf } from '@mcp-kit/testbed/sse';
 
 const RUNS = count(1_000, 100_000, 'FUZZ_MODERN_RUNS');
 /** `FUZZ_CASE=<i>` (with the run's `SEED`) replays one case and prints it whole. */
@@ -708,9 +709,9 @@ function wantLabel(want: Want): string {
 }
 
 /** The JSON-RPC messages of an answer: one JSON body, or the data frames of an SSE stream. */
-function messagesOf(res: RawSse): any[] {
+function answerOf(res: RawSse): any[] {
   const type = String(res.headers['content-type'] ?? '');
-  if (type.startsWith('text/event-stream')) return res.blocks.filter((b) => b.data).map((b) => JSON.parse(b.data!));
+  if (type.startsWith('text/event-stream')) return messagesOf(res.blocks);
   expect(type, 'content type').toMatch(/^application\/json/);
   return [JSON.parse(res.raw)];
 }
@@ -725,7 +726,7 @@ function verify(want: Want, res: RawSse): void {
   }
   if (want.kind === 'error') expect(res.status, 'status').toBe(want.status);
   else expect(res.status, 'status').toBe(200);
-  const messages = messagesOf(res);
+  const messages = answerOf(res);
   const answer = messages.at(-1);
   expect(answer.jsonrpc).toBe('2.0');
   // Both schemas make `id` optional on an error and never null; an id that was readable comes back.
@@ -886,7 +887,7 @@ describe.each(adapters)('fuzz 2026-07-28: $name', (adapter) => {
       console.log(`[fuzz-modern ${adapter.name}] ${cases} cases in ${ms} ms (seed ${seed}); outcomes ${figures.join(', ')}`);
 
       // The legacy session whose id rode on 2026 requests is still there and still served.
-      const check = await legacy.postSse(toolCall(99, 'test_simple_text'));
+      const check = await legacy.postSse(callTool(99, 'test_simple_text'));
       expect(await check.end()).toBe('server');
       expect(check.status, check.raw).toBe(200);
       expect(check.messages.at(-1)?.message.id, check.raw).toBe(99);

@@ -17,11 +17,11 @@ import {
   isJSONRPCResultResponse,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { PROTOCOL } from '../support/sse.js';
-import { agent, initialize, RawSession, RawSse, splitId, toolCall } from './client.js';
-import { registerRemember, registerWhoami, ServerCounter } from './fixture.js';
-import { count, LONG, seedFor } from './random.js';
+import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { LEGACY, initializeRequest, callTool } from '@mcp-kit/testbed/requests';
+import { agent, RawSession, RawSse, splitId } from '@mcp-kit/testbed/raw-client';
+import { registerRemember, registerWhoami, ServerCounter } from '@mcp-kit/testbed/probes';
+import { count, LONG, seedFor } from '@mcp-kit/testbed/random';
 
 const RUNS = count(1_500, 100_000, 'FUZZ_RUNS');
 const MAX_BODY = 64 * 1024;
@@ -46,7 +46,7 @@ interface World {
 
 async function openA(world: Pick<World, 'url'>): Promise<Pick<World, 'a' | 'aDone' | 'aStandalone'>> {
   const a = await RawSession.open(world.url);
-  const done = await a.postSse(toolCall('setup', 'long_task', { steps: 5, intervalMs: 0 }));
+  const done = await a.postSse(callTool('setup', 'long_task', { steps: 5, intervalMs: 0 }));
   await done.end();
   const frames = done.blocks.slice(1).map((b) => b.raw);
   const standalone = await a.get();
@@ -59,7 +59,7 @@ async function openB(world: Pick<World, 'url' | 'inProcess'>): Promise<{ b: RawS
   const b = await RawSession.open(world.url);
   const secret = `secret-${randomBytes(16).toString('hex')}`;
   const forbidden = [b.sessionId, secret];
-  const plant = [toolCall(1, 'long_task', { steps: 3, intervalMs: 0 }), ...(world.inProcess ? [toolCall(2, 'remember', { secret })] : [])];
+  const plant = [callTool(1, 'long_task', { steps: 3, intervalMs: 0 }), ...(world.inProcess ? [callTool(2, 'remember', { secret })] : [])];
   for (const call of plant) {
     const s = await b.postSse(call);
     await s.end();
@@ -145,7 +145,7 @@ const contentTypeArb = fc.oneof(
 );
 
 const versionArb = fc.oneof(
-  { weight: 12, arbitrary: fc.constant(PROTOCOL as string | undefined) },
+  { weight: 12, arbitrary: fc.constant(LEGACY as string | undefined) },
   { weight: 3, arbitrary: fc.constantFrom<string | undefined>(undefined, ...SUPPORTED_PROTOCOL_VERSIONS, '1999-01-01', '2025-11-26') },
   { weight: 1, arbitrary: garbage },
 );
@@ -282,7 +282,7 @@ function bodyArb(inProcess: boolean): fc.Arbitrary<Body> {
     requestIdArb.map((id) => json({ jsonrpc: '2.0', id, error: { code: -1, message: 'no', data: [1] } })),
   );
   const init = fc.oneof(
-    requestIdArb.map((id) => json(initialize(id))),
+    requestIdArb.map((id) => json(initializeRequest(id))),
     fc
       .constantFrom(
         { jsonrpc: '2.0', id: 1, method: 'initialize' },
@@ -666,7 +666,7 @@ describe.each(adapters)('fuzz: $name', (adapter) => {
       );
 
       // The victim is intact and still served, and nothing piled up.
-      const b = await world.b.postSse(toolCall(99, 'test_simple_text'));
+      const b = await world.b.postSse(callTool(99, 'test_simple_text'));
       expect(await b.end()).toBe('server');
       expect(b.messages.at(-1)!.message.id).toBe(99);
       expect(sut.errors).toEqual([]);

@@ -13,17 +13,18 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { createMcpHandler, toFetchHandler, type McpHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { mcpKoa } from '@mcp-kit/koa';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { PROTOCOL } from '../support/sse.js';
-import { initialize, jsonRpcError, RawSession, RawSse, send, splitId, toolCall, type RawResponse } from './client.js';
-import { ServerCounter } from './fixture.js';
-import { Rng, seedFor } from './random.js';
+import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { LEGACY, initializeRequest, callTool } from '@mcp-kit/testbed/requests';
+import { jsonRpcError, RawSession, RawSse, send, splitId, type RawResponse } from '@mcp-kit/testbed/raw-client';
+import { ServerCounter } from '@mcp-kit/testbed/probes';
+import { Rng, seedFor } from '@mcp-kit/testbed/random';
+import { parseSse } from '@mcp-kit/testbed/sse';
 
-const JSON_POST = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL };
+const JSON_POST = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': LEGACY };
 
 /** Every event id of a finished call, and the call's text. */
 async function completedCall(s: RawSession, id: number, steps = 3): Promise<{ ids: string[]; raw: string }> {
-  const stream = await s.postSse(toolCall(id, 'long_task', { steps, intervalMs: 0 }));
+  const stream = await s.postSse(callTool(id, 'long_task', { steps, intervalMs: 0 }));
   expect(await stream.end()).toBe('server');
   return { ids: stream.blocks.filter((b) => b.id).map((b) => b.id!), raw: stream.raw };
 }
@@ -58,7 +59,7 @@ describe.each(adapters)('replay isolation and id randomness: $name', (adapter) =
 
     const b = await RawSession.open(sut.url);
     const bCall = await completedCall(b, 7, 4);
-    const bLive = await b.postSse(toolCall(8, 'long_task', { steps: 1_000, intervalMs: 50 }));
+    const bLive = await b.postSse(callTool(8, 'long_task', { steps: 1_000, intervalMs: 50 }));
     await bLive.next();
     await bLive.next();
     const bStandalone = await b.get();
@@ -79,7 +80,11 @@ describe.each(adapters)('replay isolation and id randomness: $name', (adapter) =
     // B still replays its own stream, byte for byte.
     const bReplay = await b.get(bCall.ids[0]);
     await bReplay.end();
-    expect(bReplay.blocks.slice(1).map((x) => x.raw)).toEqual(bCall.raw.split('\n\n').filter(Boolean).slice(1));
+    expect(bReplay.blocks.slice(1).map((x) => x.raw)).toEqual(
+      parseSse(bCall.raw)
+        .map((x) => x.raw)
+        .slice(1),
+    );
 
     // C's cursors after C expired: C's session id is gone (404 -32001); under A they are unknown.
     const c = await RawSession.open(sut.url);
@@ -116,7 +121,7 @@ describe.each(adapters)('replay isolation and id randomness: $name', (adapter) =
     const sessionIds: string[] = [];
     const tokens: string[] = [];
     for (let i = 0; i < N; i++) {
-      const init = await RawSse.open(sut.url, { method: 'POST', headers: JSON_POST, body: JSON.stringify(initialize(i)) });
+      const init = await RawSse.open(sut.url, { method: 'POST', headers: JSON_POST, body: JSON.stringify(initializeRequest(i)) });
       await init.end();
       const sessionId = init.headers['mcp-session-id'] as string;
       sessionIds.push(sessionId);
@@ -284,7 +289,7 @@ describe.each(authServers)('session hijack: $name', (target) => {
       const attempts: Array<[string, Promise<RawResponse>]> = [
         [
           'POST',
-          send(server.url, { method: 'POST', headers: { ...JSON_POST, ...h }, body: JSON.stringify(toolCall(3, 'test_simple_text')) }),
+          send(server.url, { method: 'POST', headers: { ...JSON_POST, ...h }, body: JSON.stringify(callTool(3, 'test_simple_text')) }),
         ],
         ['GET', send(server.url, { method: 'GET', headers: { ...h, accept: 'text/event-stream' } })],
         ['GET resume', send(server.url, { method: 'GET', headers: { ...h, accept: 'text/event-stream', 'last-event-id': call.ids[0]! } })],
@@ -322,7 +327,7 @@ describe.each(adapters)('DNS rebinding allow-lists: $name', (adapter) => {
   async function initWith(host: string, origin?: string): Promise<number> {
     const headers: Record<string, string> = { ...JSON_POST, host: host.replace('PORT', new URL(sut!.url).port) };
     if (origin) headers.origin = origin;
-    const res = await RawSse.open(sut!.url, { method: 'POST', headers, body: JSON.stringify(initialize()) });
+    const res = await RawSse.open(sut!.url, { method: 'POST', headers, body: JSON.stringify(initializeRequest()) });
     await res.end();
     if (res.status === 403)
       expect(JSON.parse(res.raw).error).toMatchObject({ code: -32000, message: expect.stringMatching(/DNS-rebinding|Host|Origin/) });

@@ -8,11 +8,11 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { adapters, type ServerUnderTest } from '../support/adapters.js';
-import { PROTOCOL } from '../support/sse.js';
-import { initialize, jsonRpcError, RawSession, RawSse, toolCall } from './client.js';
-import { collect, listenerPid, rssOf } from './memory.js';
-import { count, LONG } from './random.js';
+import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { LEGACY as PROTOCOL, initializeRequest as initialize, callTool as toolCall } from '@mcp-kit/testbed/requests';
+import { jsonRpcError, RawSession, RawSse } from '@mcp-kit/testbed/raw-client';
+import { collect, listenerPid, rssOf } from '@mcp-kit/testbed/memory';
+import { count, LONG } from '@mcp-kit/testbed/random';
 
 const IDLE_STREAMS = count(300, 10_000, 'IDLE_STREAMS');
 const CONCURRENT_CALLS = count(100, 1_000, 'CONCURRENT_CALLS');

@@ -37,10 +37,10 @@ import {
   NAME_QUESTION,
   PROTOCOL_ERROR,
 } from '../../packages/fixtures/src/tasks/spec.js';
-import { handlerFor, listen, nextAdapter, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
-import { envelope, modernRequest, routingHeaders } from '../support/modern.js';
-import { RawSse, send } from './client.js';
-import { count, LONG, Rng, seedFor } from './random.js';
+import { handlerFor, listen, nextAdapter, type HarnessOptions, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { envelope, modernRequest, routingHeaders } from '@mcp-kit/testbed/requests';
+import { RawSse, send } from '@mcp-kit/testbed/raw-client';
+import { count, LONG, Rng, seedFor } from '@mcp-kit/testbed/random';
 
 const LIFECYCLES = count(50, 1_000, 'TASK_CHAOS_LIFECYCLES');
 const LANES = LONG ? 25 : 10;

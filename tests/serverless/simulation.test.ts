@@ -1,13 +1,13 @@
 /**
- * Issue 21: a serverless platform, simulated (tests/support/serverless.ts). Three instances (two
+ * Issue 21: a serverless platform, simulated (packages/testbed/src/serverless.ts). Three instances (two
  * `next start`, one express-example) in a shared cluster, no route between them, one
  * redis-server, behind a proxy that picks a random instance per request and freezes (`SIGSTOP`)
  * every instance with no request in flight and nothing in `waitUntil`. 50 clients of both eras
- * (tests/serverless/workload.ts): every step once and in order, every result, no 404, no 5xx.
+ * (packages/testbed/src/serverless-workload.ts): every step once and in order, every result, no 404, no 5xx.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startServerless, type ServerlessPlatform } from '../support/serverless.js';
-import { figures, legacyClient, taskClient } from './workload.js';
+import { startServerless, type ServerlessPlatform } from '@mcp-kit/testbed/serverless';
+import { figures, legacyClient, taskClient } from '@mcp-kit/testbed/serverless-workload';
 
 const LEGACY_CLIENTS = 30;
 const TASK_CLIENTS = 20;

@@ -7,8 +7,9 @@
  * instance other than the one running the call, so only `waitUntil` decides.
  */
 import { afterEach, expect, it } from 'vitest';
-import { connectClient, oneTo } from '../cluster/clients.js';
-import { startServerless, type ServerlessPlatform } from '../support/serverless.js';
+import { connectClient } from '@mcp-kit/testbed/clients';
+import { oneTo } from '@mcp-kit/testbed/long-task';
+import { startServerless, type ServerlessPlatform } from '@mcp-kit/testbed/serverless';
 
 const LOST_CALL = 'Internal error: the server instance running this request was lost before it answered; send the request again';
 const TASK = { steps: 6, intervalMs: 150, closeEvery: 2, retryMs: 100 };

@@ -6,8 +6,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { closeSSEStream, type EngineEvent } from '@mcp-kit/core';
-import { inProcessAdapters, type ServerUnderTest } from '../support/adapters.js';
-import { callTool, http, openSession } from '../support/sse.js';
+import { inProcessAdapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { callTool } from '@mcp-kit/testbed/requests';
+import { http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 /** A tool that sends one log, lets go of its stream, and answers when the test releases it. */
 function gatedServer(gate: { release?: () => void }) {

@@ -6,7 +6,6 @@
  * result. Screenshot: results/live-page.png (and docs/live-page.png with WRITE_DOCS_SCREENSHOT=1).
  * Also: the feed and the page stay bounded however much happens.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -21,62 +20,26 @@ import { createMcpHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { LiveFeed } from '../../apps/express-example/src/live/feed.js';
-import { http, openSession } from '../support/sse.js';
+import { instance, type Instance } from '@mcp-kit/testbed/cluster';
+import { http, openSession } from '@mcp-kit/testbed/fetch-client';
+import { freePort } from '@mcp-kit/testbed/processes';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const app = join(root, 'apps/express-example/dist/server.js');
 const CHROMIUM = '/usr/bin/chromium';
 // A step every 150 ms, a close every 4 steps asking for 400 ms: two or three steps are stored while
 // the client is away and replayed when it comes back, and the call runs on live after each return.
 const CALL = { steps: 12, intervalMs: 150, closeEvery: 4, retryMs: 400 };
 
-/** Starts the built express-example on a free port; resolves once it says it listens. */
-async function startApp(): Promise<{ child: ChildProcess; origin: string }> {
-  if (!existsSync(app)) throw new Error('apps/express-example is not built: run `pnpm build` first');
-  const port = await freePort();
-  const child = spawn(process.execPath, [app], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const origin = await new Promise<string>((resolve, reject) => {
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      output += chunk;
-      const m = /MCP at (http:\/\/[^/\s]+)\/mcp/.exec(output);
-      if (m) resolve(m[1]!);
-    });
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    child.once('exit', (code) => reject(new Error(`express-example exited (${code}): ${output}`)));
-  });
-  return { child, origin };
-}
-
-function freePort(): Promise<number> {
-  const probe = createServer();
-  return new Promise((resolve) =>
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    }),
-  );
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
-
 describe('the live page in Chromium', () => {
-  let server: { child: ChildProcess; origin: string };
+  let server: Instance;
   let context: BrowserContext;
   let page: Page;
   let profile: string;
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: \`npm test\` installs it (apt-get install chromium)`);
-    server = await startApp();
+    server = instance('live-page', await freePort(), {}, 'express-example');
+    await server.start();
     profile = mkdtempSync(join(tmpdir(), 'mcp-kit-chromium-'));
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
@@ -97,16 +60,16 @@ describe('the live page in Chromium', () => {
 
   afterAll(async () => {
     await context?.close();
-    if (server) await stop(server.child);
+    if (server) await server.stop('SIGTERM');
     if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
   it('shows the closes with their retry, the returns with the time away and what was replayed, and the result', async () => {
-    await page.goto(`${server.origin}/mcp-kit/live`);
+    await page.goto(`${new URL(server.url).origin}/mcp-kit/live`);
     await page.locator('#status', { hasText: 'live' }).waitFor();
 
     const client = new Client({ name: 'live-page-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.origin}/mcp`)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
     const result = await client.callTool({ name: 'long_task', arguments: CALL });
     expect(result.content).toEqual([{ type: 'text', text: 'completed 12 steps' }]);
 

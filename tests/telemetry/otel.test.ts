@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { createMcpHandler } from '@mcp-kit/core';
 import { instrumentOpenTelemetry } from '@mcp-kit/core/otel';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { adapters, type Adapter, type ServerUnderTest } from '../support/adapters.js';
+import { adapters, type Adapter, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
 import {
   createMemoryTelemetry,
   histogram,
@@ -24,9 +24,9 @@ import {
   spansSnapshot,
   total,
   type TelemetrySnapshot,
-} from '../support/otel.js';
-import { envelope, modernAnswer, modernPost, modernRequest } from '../support/modern.js';
-import { callTool, errorOf, http, openSession, PROTOCOL } from '../support/sse.js';
+} from '@mcp-kit/testbed/otel';
+import { envelope, modernRequest, callTool, LEGACY } from '@mcp-kit/testbed/requests';
+import { modernAnswer, modernPost, errorOf, http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 const OPTIONS = { retryMs: 150, hibernateAfterMs: 0, maxBufferedBytes: 64 * 1024, eventStore: { maxEventsPerStream: 20 } };
 // A step every 50 ms and the client away at least 200 ms: each resume replays a step or more (the
@@ -93,7 +93,7 @@ function stalledPost(url: string, headers: Record<string, string>, body: unknown
       ...headers,
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': PROTOCOL,
+      'mcp-protocol-version': LEGACY,
     },
   });
   req.on('response', (res) => res.pause());

@@ -16,6 +16,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { mcpKoa } from '@mcp-kit/koa';
+import { messagesOf, parseSse } from '@mcp-kit/testbed/sse';
 
 const ACCEPT = 'application/json, text/event-stream';
 const INITIALIZE = {
@@ -90,11 +91,7 @@ function post(url: string, body: unknown, headers: Record<string, string> = {}):
 
 /** The JSON-RPC messages of an SSE response that has ended. */
 async function sseMessages(res: Response): Promise<unknown[]> {
-  const text = await res.text();
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith('data: ') && line.length > 'data: '.length)
-    .map((line) => JSON.parse(line.slice('data: '.length)));
+  return messagesOf(parseSse(await res.text()));
 }
 
 describe('body parsers', () => {
@@ -209,8 +206,8 @@ describe('streaming', () => {
     const raw = await res.text();
     // Every block is an SSE event; a Koa response written after the middleware returned would
     // show up as a stray line ("OK") and cut the stream before the result.
-    for (const block of raw.split('\n\n').filter(Boolean)) {
-      for (const line of block.split('\n')) expect(line).toMatch(/^(id|data|retry): ?/);
+    for (const block of parseSse(raw)) {
+      for (const line of block.raw.split('\n')) expect(line).toMatch(/^(id|data|retry): ?/);
     }
     const messages = await sseMessages(new Response(raw));
     expect(messages.at(-1)).toMatchObject({ id: 2, result: { content: [{ type: 'text', text: 'completed 3 steps' }] } });

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { createMcpHandler, type McpHandler } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { getOrCreate, mcpNext, type McpNextOptions, type McpRouteHandlers } from '@mcp-kit/next';
-import { messages, readAll, sseEvents } from './sse.js';
+import { callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
+import { messagesOf, readSse, sseBlocks } from '@mcp-kit/testbed/sse';
 
 const URL_ = 'http://127.0.0.1:3000/mcp';
 const BASE_HEADERS = {
@@ -11,14 +12,9 @@ const BASE_HEADERS = {
   host: '127.0.0.1:3000',
   accept: 'application/json, text/event-stream',
   'content-type': 'application/json',
-  'mcp-protocol-version': '2025-11-25',
+  'mcp-protocol-version': LEGACY,
 };
-const INIT = {
-  jsonrpc: '2.0',
-  id: 0,
-  method: 'initialize',
-  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'test', version: '0' } },
-};
+const INIT = initializeRequest(0);
 // What Next.js passes as a route handler's second argument.
 const NEXT_CONTEXT = { params: Promise.resolve({}) };
 
@@ -63,15 +59,11 @@ function post(route: McpRouteHandlers, body: unknown, headers: Record<string, st
 async function initialize(route: McpRouteHandlers, headers: Record<string, string> = {}): Promise<string> {
   const res = await post(route, INIT, headers);
   expect(res.status).toBe(200);
-  await readAll(res.body!);
+  await readSse(res.body!);
   const sessionId = res.headers.get('mcp-session-id')!;
   const ack = await post(route, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...headers, 'mcp-session-id': sessionId });
   expect(ack.status).toBe(202);
   return sessionId;
-}
-
-function callTool(id: number, name: string, args: Record<string, unknown> = {}) {
-  return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } };
 }
 
 describe('mcpNext', () => {
@@ -85,9 +77,9 @@ describe('mcpNext', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     expect(res.headers.get('mcp-session-id')).toMatch(/\S{16,}/);
-    const events = await readAll(res.body!);
-    expect(events[0]!.raw).toMatch(/^id: \S+\nretry: 1000\ndata: \n\n$/);
-    expect(messages(events)).toEqual([
+    const events = await readSse(res.body!);
+    expect(events[0]!.raw).toMatch(/^id: \S+\nretry: 1000\ndata: $/);
+    expect(messagesOf(events)).toEqual([
       expect.objectContaining({ id: 0, result: expect.objectContaining({ protocolVersion: '2025-11-25' }) }),
     ]);
   });
@@ -97,19 +89,19 @@ describe('mcpNext', () => {
     const sessionId = await initialize(route);
     const session = { 'mcp-session-id': sessionId };
 
-    const first = await readAll(
+    const first = await readSse(
       (await post(route, callTool(1, 'long_task', { steps: 5, intervalMs: 0, closeEvery: 2, retryMs: 500 }), session)).body!,
     );
-    expect(messages(first).map((m) => m.params?.data?.step)).toEqual([1, 2]);
-    expect(first.at(-1)!.raw).toBe('retry: 500\n\n');
+    expect(messagesOf(first).map((m) => m.params?.data?.step)).toEqual([1, 2]);
+    expect(first.at(-1)!.raw).toBe('retry: 500');
 
-    const seen = [...messages(first)];
+    const seen = [...messagesOf(first)];
     let last = first.filter((e) => e.id).at(-1)!.id!;
     while (!seen.some((m) => m.id === 1)) {
       const res = await route.GET(new Request(URL_, { headers: { ...BASE_HEADERS, ...session, 'last-event-id': last } }));
       expect(res.status).toBe(200);
-      const events = await readAll(res.body!);
-      seen.push(...messages(events));
+      const events = await readSse(res.body!);
+      seen.push(...messagesOf(events));
       last = events.filter((e) => e.id).at(-1)!.id!;
     }
     expect(seen.filter((m) => m.method).map((m) => m.params.data.step)).toEqual([1, 2, 3, 4, 5]);
@@ -131,7 +123,7 @@ describe('mcpNext', () => {
     const auth = { authorization: 'Bearer t0k3n' };
     const sessionId = await initialize(route, auth);
     const res = await post(route, callTool(1, 'whoami'), { ...auth, 'mcp-session-id': sessionId });
-    const [result] = messages(await readAll(res.body!));
+    const [result] = messagesOf(await readSse(res.body!));
     expect(JSON.parse(result!.result.content[0].text)).toEqual({
       token: 't0k3n',
       clientId: 'client-1',
@@ -161,7 +153,7 @@ describe('mcpNext', () => {
     const { route, toolAborted } = setup({ stateless: true });
     const client = new AbortController();
     const res = await post(route, callTool(1, 'wait_abort'), {}, client.signal);
-    const events = sseEvents(res.body!);
+    const events = sseBlocks(res.body!);
     expect((await events.next()).value?.data).toContain('started');
     client.abort();
     await toolAborted;
@@ -174,7 +166,7 @@ describe('mcpNext', () => {
     // The handler is still reading the body: the abort comes before the SSE response exists.
     client.abort();
     const res = await pending;
-    expect(await readAll(res.body!)).toEqual([]);
+    expect(await readSse(res.body!)).toEqual([]);
   });
 
   it('stops the work when the response body is cancelled (Next does this when the socket closes)', async () => {

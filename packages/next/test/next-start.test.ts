@@ -1,12 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { messages, readAll, sseEvents } from './sse.js';
+import { freePort, startProcess } from '@mcp-kit/testbed/processes';
+import { callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
+import { messagesOf, readSse, sseBlocks } from '@mcp-kit/testbed/sse';
 
 const APP = fileURLToPath(new URL('../../../apps/next-example/', import.meta.url));
 const NEXT_BIN = `${APP}node_modules/next/dist/bin/next`;
@@ -16,28 +17,22 @@ const NOT_BUILT =
 const HEADERS = {
   accept: 'application/json, text/event-stream',
   'content-type': 'application/json',
-  'mcp-protocol-version': '2025-11-25',
+  'mcp-protocol-version': LEGACY,
 };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer().once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** Starts `next start` and resolves once it prints that it is ready; rejects with its output if it exits. */
 function startNext(port: number): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, [NEXT_BIN, 'start', '-H', '127.0.0.1', '-p', String(port)], {
-    cwd: APP,
-    env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', NODE_ENV: 'production' },
-    // Its own process group, so afterAll can end next-server and any worker it forks.
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = startProcess(
+    `next start (next-example) 127.0.0.1:${port}`,
+    process.execPath,
+    [NEXT_BIN, 'start', '-H', '127.0.0.1', '-p', String(port)],
+    {
+      cwd: APP,
+      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', NODE_ENV: 'production' },
+      // Its own process group, so afterAll can end next-server and any worker it forks.
+      detached: true,
+    },
+  );
   let out = '';
   return new Promise((resolve, reject) => {
     const onData = (chunk: Buffer) => {
@@ -93,43 +88,33 @@ describe('apps/next-example under a real `next start`', () => {
     const init = await fetch(url, {
       method: 'POST',
       headers: HEADERS,
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
-      }),
+      body: JSON.stringify(initializeRequest(0)),
     });
-    const initEvents = await readAll(init.body!);
-    expect(initEvents[0]!.raw).toMatch(/^id: \S+\nretry: 1000\ndata: \n\n$/);
+    const initEvents = await readSse(init.body!);
+    expect(initEvents[0]!.raw).toMatch(/^id: \S+\nretry: 1000\ndata: $/);
     const session = { ...HEADERS, 'mcp-session-id': init.headers.get('mcp-session-id')! };
     await fetch(url, { method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
 
     const call = await fetch(url, {
       method: 'POST',
       headers: session,
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/call',
-        params: { name: 'long_task', arguments: { steps: 3, intervalMs: 200, closeEvery: 2, retryMs: 500 } },
-      }),
+      body: JSON.stringify(callTool(1, 'long_task', { steps: 3, intervalMs: 200, closeEvery: 2, retryMs: 500 })),
     });
     // Next must not compress or buffer the stream.
     expect(call.headers.get('content-encoding')).toBeNull();
     const arrivals: Array<{ at: number; raw: string; id?: string | undefined }> = [];
-    for await (const e of sseEvents(call.body!)) arrivals.push({ at: performance.now(), raw: e.raw, id: e.id });
+    for await (const e of sseBlocks(call.body!)) arrivals.push({ at: performance.now(), raw: e.raw, id: e.id });
     expect(arrivals.map((a) => a.raw.match(/"step":(\d+)/)?.[1] ?? a.raw)).toEqual([
-      expect.stringMatching(/^id: \S+\nretry: 1000\ndata: \n\n$/),
+      expect.stringMatching(/^id: \S+\nretry: 1000\ndata: $/),
       '1',
       '2',
-      'retry: 500\n\n',
+      'retry: 500',
     ]);
     // Step 2 comes 200 ms after step 1; a buffered body would deliver both at once.
     expect(arrivals[2]!.at - arrivals[1]!.at).toBeGreaterThan(100);
 
     const resumed = await fetch(url, { headers: { ...session, 'last-event-id': arrivals[2]!.id! } });
-    const rest = messages(await readAll(resumed.body!));
+    const rest = messagesOf(await readSse(resumed.body!));
     expect(rest.map((m) => m.params?.data?.step ?? m.result?.content[0].text)).toEqual([3, 'completed 3 steps']);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * createRedisClient through a bad network (issue 27), against a real redis-server behind
- * tests/support/net-faults.ts: a connection that stops answering is dropped after one
+ * packages/testbed/src/net-faults.ts: a connection that stops answering is dropped after one
  * `commandTimeoutMs`, so the commands behind it fail at once instead of each waiting as long; a
  * connection that is reset is made again while the commands sent meanwhile wait for it; once Redis
  * stays away past that grace, commands fail at once again.
@@ -8,9 +8,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createRedisClient, whenReady } from '../src/client.js';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
-import { startNetFaultProxy, type NetFaultProxy } from '../../../tests/support/net-faults.js';
-import { startRespFaultProxy, type RespFaultProxy } from '../../../tests/support/resp-faults.js';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { startNetFaultProxy, type NetFaultProxy } from '@mcp-kit/testbed/net-faults';
+import { startRespFaultProxy, type RespFaultProxy } from '@mcp-kit/testbed/resp-faults';
 
 const TIMEOUT_MS = 500;
 

@@ -11,7 +11,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createRedisScaleOut, type RedisScaleOut } from '@mcp-kit/redis';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 
 const servers: TestRedis[] = [];
 const scaleOuts: RedisScaleOut[] = [];

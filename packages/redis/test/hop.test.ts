@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient } from '../src/client.js';
 import { HopSigner, sharedHopSecret } from '../src/hop.js';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 
 const request = { method: 'POST', sessionId: 'session-1' };
 

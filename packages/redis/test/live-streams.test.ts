@@ -18,9 +18,10 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { McpHandler } from '@mcp-kit/core';
 import { retainedBy } from '@mcp-kit/core/internal';
 import { createRedisScaleOut, type RedisEventStore, type RedisScaleOut } from '@mcp-kit/redis';
-import { expressAdapter, type ServerUnderTest } from '../../../tests/support/adapters.js';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
-import { callTool, http, initializeRequest, openSession, PROTOCOL, type SseStream } from '../../../tests/support/sse.js';
+import { expressAdapter, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
+import { http, openSession, type SseStream } from '@mcp-kit/testbed/fetch-client';
 
 /** Sessions that stay, each with its standalone stream open and one call running. */
 const KEPT = 4;
@@ -88,7 +89,7 @@ const agent = new Agent({ keepAlive: true });
 function send(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const accept = method === 'GET' ? 'text/event-stream' : 'application/json, text/event-stream';
-    const all = { accept, 'content-type': 'application/json', 'mcp-protocol-version': PROTOCOL, ...headers };
+    const all = { accept, 'content-type': 'application/json', 'mcp-protocol-version': LEGACY, ...headers };
     request(url, { method, agent, headers: all }, resolve)
       .on('error', reject)
       .end(body === undefined ? undefined : JSON.stringify(body));

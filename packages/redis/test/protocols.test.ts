@@ -14,7 +14,7 @@ import type { ClusterMessage, RestoreRecord } from '@mcp-kit/core';
 import { createRedisScaleOut, RedisEventStore, RedisSessionCluster, RedisTaskStore, type RedisScaleOut } from '@mcp-kit/redis';
 import { eventStoreContract, subscribeContract, type ContractLimits } from '../../core/test/store-contract.js';
 import { taskStoreContract } from '../../core/test/task-store-contract.js';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 
 /** The ioredis these tests loaded: 6 has a `protocol` option (default 3), 5 has none. */
 const IOREDIS_MAJOR = 'protocol' in new Redis({ lazyConnect: true }).options ? 6 : 5;

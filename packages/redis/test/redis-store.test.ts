@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import type { EventStore, StreamKey } from '@mcp-kit/core';
 import { RedisEventStore } from '@mcp-kit/redis';
 import { eventStoreContract, frame, frames, subscribeContract, type ContractLimits } from '../../core/test/store-contract.js';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 
 let redis: TestRedis;
 const stores: RedisEventStore[] = [];

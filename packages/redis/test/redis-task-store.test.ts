@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisTaskStore } from '@mcp-kit/redis';
 import { Signals, task, taskStoreContract } from '../../core/test/task-store-contract.js';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 
 let redis: TestRedis;
 const stores: RedisTaskStore[] = [];

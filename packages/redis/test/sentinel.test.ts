@@ -8,9 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createRedisClient, RedisEventStore, whenReady } from '@mcp-kit/redis';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
-import { redisCommand } from '../../../tests/support/redis-command.js';
-import { SENTINEL_NAME, startSentinels, type TestSentinels } from '../../../tests/support/sentinel.js';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
+import { redisCommand } from '@mcp-kit/testbed/redis-command';
+import { SENTINEL_NAME, startSentinels, type TestSentinels } from '@mcp-kit/testbed/sentinel';
 
 let sentinels: TestSentinels | undefined;
 const clients: Redis[] = [];

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { ClusterMessage, RestoreRecord } from '@mcp-kit/core';
 import { createRedisScaleOut, RedisSessionCluster, type RedisScaleOut } from '@mcp-kit/redis';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 
 let redis: TestRedis;
 let admin: Redis;

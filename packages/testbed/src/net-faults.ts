@@ -1,5 +1,5 @@
 /**
- * A bad network between the instances and a real redis-server, for the fault battery (issue 27):
+ * A bad network between the instances and a real redis-server, for the fault battery:
  * a plain TCP proxy (it does not read RESP) that can
  * - delay every chunk by a random 0..`delayMs` ms, each direction of a connection keeping its byte
  *   order (a chunk never overtakes the one before it);
@@ -9,10 +9,10 @@
  *   closing anything, for T ms (a partition with no RST: the kernel still accepts new connections,
  *   but no byte gets through, so a client sees a connection that never answers), then reset every
  *   connection it held.
- * The randomness comes from a seed (tests/reliability/random.ts), so a run's choices repeat.
+ * The randomness comes from a seed (random.ts), so a run's choices repeat.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
-import { Rng } from '../reliability/random.js';
+import { Rng } from './random.js';
 
 export interface NetFaultProxy {
   url: string;

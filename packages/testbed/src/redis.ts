@@ -1,12 +1,11 @@
 /**
- * A real redis-server for tests: started on a free port without persistence, stopped by its PID.
- * Missing redis-server is a failure with instructions, never a skip.
+ * A real redis-server: started on a free port without persistence, stopped by its PID. Missing
+ * redis-server is an error that says how to install it.
  */
-import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { existsSync, writeSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
-import { relative } from 'node:path';
-import { expect } from 'vitest';
+import { spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { connect } from 'node:net';
+import { freePort, isRunning, startedBy, startProcess, stopProcess } from './processes.js';
 
 /** redis-server on PATH or at /usr/bin/redis-server; throws with the install command otherwise. */
 export function redisServerBinary(): string {
@@ -20,64 +19,17 @@ export function redisServerBinary(): string {
   );
 }
 
-/** Every redis-server this process started and that has not exited yet. */
-const running = new Set<ChildProcess>();
-/** Where each running server came from (its process title's started-by). */
-const startedByOf = new WeakMap<ChildProcess, string>();
-function killRunning(): void {
-  for (const child of running) {
-    // Said, so that a test that forgot its server is found (stderr is the run's log).
-    writeSync(2, `redis-server ${child.pid} started by ${startedByOf.get(child)} was still running as its test process ended: killed\n`);
-    try {
-      process.kill(child.pid as number, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-  running.clear();
-}
-// A test file's process that ends takes its redis-servers with it, whatever its hooks managed to
-// do: vitest ends a worker with SIGTERM, and a server left running would outlive the run.
-const hooked = Symbol.for('mcp-kit.test.redis-exit-hooks');
-if (!(globalThis as Record<symbol, unknown>)[hooked]) {
-  (globalThis as Record<symbol, unknown>)[hooked] = true;
-  process.once('exit', killRunning);
-  process.once('SIGTERM', () => {
-    killRunning();
-    process.exit(143);
-  });
-}
-
 /**
- * Starts `redis-server` (or Sentinel) with `args`. Its process title names the test that started
- * it (`ps` shows `redis-server 127.0.0.1:PORT started-by:tests/…test.ts`), so a server found
- * running after a run says where it came from.
+ * Starts `redis-server` (or Sentinel) with `args`. Its process title names what started it
+ * (`ps` shows `redis-server 127.0.0.1:PORT started-by:tests/…test.ts>its test`, or the demo's
+ * script), so a server found running after a run says where it came from.
  */
 export function spawnRedisServer(binary: string, args: readonly string[], options: SpawnOptions = {}): ChildProcess {
-  const state = expect.getState();
-  const startedBy =
-    `${relative(process.cwd(), state.testPath ?? 'unknown')}${state.currentTestName ? `>${state.currentTestName}` : ''}`.replace(
-      /[^\w./>:-]+/g,
-      '_',
-    );
-  const title = ['--proc-title-template', `{title} {listen-addr} {server-mode} started-by:${startedBy}`];
-  const child = spawn(binary, [...args, ...title], { stdio: ['ignore', 'pipe', 'pipe'], ...options });
-  running.add(child);
-  startedByOf.set(child, startedBy);
-  child.once('exit', () => running.delete(child));
-  child.once('error', () => running.delete(child));
-  return child;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
+  const by = startedBy();
+  const title = ['--proc-title-template', `{title} {listen-addr} {server-mode} started-by:${by}`];
+  const at = args.indexOf('--port');
+  const name = `${args.includes('--sentinel') ? 'redis-sentinel' : 'redis-server'}${at >= 0 ? ` 127.0.0.1:${args[at + 1]}` : ''}`;
+  return startProcess(name, binary, [...args, ...title], options);
 }
 
 export interface TestRedis {
@@ -123,14 +75,7 @@ export async function startRedis(options: { aofDir?: string; args?: readonly str
   const port = await freePort();
   let child: ChildProcess | undefined;
   const persistence = options.aofDir ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', options.aofDir] : ['--appendonly', 'no'];
-  const isRunning = (c: ChildProcess | undefined): c is ChildProcess => !!c && c.exitCode === null && c.signalCode === null;
-  const stop = async () => {
-    const c = child;
-    if (!isRunning(c)) return;
-    const exited = new Promise((resolve) => c.once('exit', resolve));
-    process.kill(c.pid as number, 'SIGKILL');
-    await exited;
-  };
+  const stop = () => stopProcess(child, 'SIGKILL');
   const launch = async () => {
     // A second server on this port would fail to bind while the first answered the checks, and
     // the first would be left running with nobody holding its PID.

@@ -1,19 +1,16 @@
-/** A raw Streamable HTTP client for wire-level tests: exact bytes, parsed SSE blocks, no SDK. */
+/**
+ * A raw Streamable HTTP client over fetch, for wire-level tests: exact bytes, parsed SSE blocks,
+ * no SDK. Requests come from requests.ts; a connection cut at an exact byte is raw-client.ts's.
+ */
+import { initializeRequest, LEGACY, routingHeaders } from './requests.js';
+import { messagesOf, parseBlock, SseSplitter, type SseBlock } from './sse.js';
 
-export interface SseBlock {
-  id?: string;
-  data?: string;
-  retry?: number;
-  comment?: string;
-  /** The block exactly as it came off the wire, without the trailing blank line. */
-  raw: string;
-}
-
+/** An SSE response read as it arrives: its blocks, and its text as received. */
 export class SseStream {
   raw = '';
   readonly blocks: SseBlock[] = [];
   ended = false;
-  private buffer = '';
+  private readonly splitter = new SseSplitter();
   private cursor = 0;
   private wake: (() => void) | undefined;
   readonly done: Promise<void>;
@@ -34,13 +31,7 @@ export class SseStream {
         const { value, done } = await reader.read();
         if (done) break;
         this.raw += value;
-        this.buffer += value;
-        let at: number;
-        while ((at = this.buffer.indexOf('\n\n')) !== -1) {
-          const raw = this.buffer.slice(0, at);
-          this.buffer = this.buffer.slice(at + 2);
-          this.blocks.push(parseBlock(raw));
-        }
+        for (const raw of this.splitter.push(value)) this.blocks.push(parseBlock(raw));
         this.notify();
       }
     } catch {
@@ -109,26 +100,6 @@ export class SseStream {
   }
 }
 
-export function parseBlock(raw: string): SseBlock {
-  const block: SseBlock = { raw };
-  for (const line of raw.split('\n')) {
-    if (line.startsWith(':')) {
-      block.comment = line.slice(1).trim();
-      continue;
-    }
-    const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'id') block.id = value;
-    else if (field === 'data') block.data = block.data === undefined ? value : `${block.data}\n${value}`;
-    else if (field === 'retry') block.retry = Number(value);
-  }
-  return block;
-}
-
-export const PROTOCOL = '2025-11-25';
-
 export interface McpHttp {
   url: string;
   post(body: unknown, headers?: Record<string, string>): Promise<Response>;
@@ -147,10 +118,10 @@ export function http(url: string): McpHttp {
   const postHeaders = (h: Record<string, string>) => ({
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': PROTOCOL,
+    'mcp-protocol-version': LEGACY,
     ...h,
   });
-  const getHeaders = (h: Record<string, string>) => ({ accept: 'text/event-stream', 'mcp-protocol-version': PROTOCOL, ...h });
+  const getHeaders = (h: Record<string, string>) => ({ accept: 'text/event-stream', 'mcp-protocol-version': LEGACY, ...h });
   const sse = ({ response, controller }: { response: Response; controller: AbortController }) => {
     if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
       throw new Error(`expected an SSE response, got ${response.status} ${response.headers.get('content-type')}`);
@@ -163,24 +134,12 @@ export function http(url: string): McpHttp {
     postSse: async (body, h = {}) => sse(await open('POST', postHeaders(h), typeof body === 'string' ? body : JSON.stringify(body))),
     get: async (h = {}) => (await open('GET', getHeaders(h))).response,
     getSse: async (h = {}) => sse(await open('GET', getHeaders(h))),
-    del: async (h = {}) => (await open('DELETE', { 'mcp-protocol-version': PROTOCOL, ...h })).response,
-  };
-}
-
-export function initializeRequest(id: number | string = 1, protocolVersion = PROTOCOL) {
-  return {
-    jsonrpc: '2.0',
-    id,
-    method: 'initialize',
-    params: { protocolVersion, capabilities: {}, clientInfo: { name: 'wire-test', version: '1.0.0' } },
+    del: async (h = {}) => (await open('DELETE', { 'mcp-protocol-version': LEGACY, ...h })).response,
   };
 }
 
 /** Initializes a session over raw HTTP; returns its id and the initialize stream. */
-export async function openSession(
-  api: McpHttp,
-  protocolVersion = PROTOCOL,
-): Promise<{ sessionId: string; headers: Record<string, string> }> {
+export async function openSession(api: McpHttp, protocolVersion = LEGACY): Promise<{ sessionId: string; headers: Record<string, string> }> {
   const stream = await api.postSse(initializeRequest(1, protocolVersion), { 'mcp-protocol-version': protocolVersion });
   const sessionId = stream.response.headers.get('mcp-session-id');
   if (!sessionId) throw new Error('no mcp-session-id on initialize');
@@ -190,10 +149,6 @@ export async function openSession(
   const ack = await api.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
   if (ack.status !== 202) throw new Error(`initialized notification: ${ack.status}`);
   return { sessionId, headers };
-}
-
-export function callTool(id: number, name: string, args: Record<string, unknown> = {}, meta?: Record<string, unknown>) {
-  return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) } };
 }
 
 export async function errorOf(response: Response): Promise<{ status: number; code: number; message: string; body: any }> {
@@ -218,4 +173,32 @@ export async function rawRequest(url: string, init: { method: string; headers: R
     req.on('error', reject);
     req.end(init.body);
   });
+}
+
+/** POSTs a 2026 request; `headers` override the routing headers (`undefined` removes one). */
+export async function modernPost(
+  url: string,
+  body: { method: string; params?: Record<string, unknown> } | string,
+  headers: Record<string, string | undefined> = {},
+): Promise<Response> {
+  const base = typeof body === 'string' ? {} : routingHeaders(body);
+  const merged: Record<string, string> = {};
+  for (const [k, v] of Object.entries({ ...base, ...headers })) if (v !== undefined) merged[k] = v;
+  return fetch(url, { method: 'POST', headers: merged, body: typeof body === 'string' ? body : JSON.stringify(body) });
+}
+
+/** The answer to a 2026 request: one JSON body, or an SSE stream whose data frames end with it. */
+export async function modernAnswer(
+  response: Response,
+): Promise<{ status: number; json: boolean; messages: any[]; answer: any; raw: string }> {
+  const type = response.headers.get('content-type') ?? '';
+  if (type.startsWith('application/json')) {
+    const answer = await response.json();
+    return { status: response.status, json: true, messages: [answer], answer, raw: JSON.stringify(answer) };
+  }
+  if (!type.startsWith('text/event-stream')) throw new Error(`unexpected ${response.status} ${type}: ${await response.text()}`);
+  const stream = new SseStream(response, new AbortController());
+  await stream.ended_();
+  const messages = messagesOf(stream.blocks);
+  return { status: response.status, json: false, messages, answer: messages.at(-1), raw: stream.raw };
 }

@@ -1,14 +1,14 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import express from 'express';
 import { createMcpHandler, type McpHandler, type McpHandlerOptions } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import Koa from 'koa';
 import { mcpKoa } from '@mcp-kit/koa';
-import { createFixtureServer } from '@mcp-kit/fixtures';
+import { createFixtureServer, FIXTURE_SDKS, fixtureServer } from '@mcp-kit/fixtures';
+import { freePort, startProcess } from './processes.js';
 
 /** Options a behaviour test may set; every adapter must honour them. */
 export type HarnessOptions = Partial<McpHandlerOptions>;
@@ -83,16 +83,8 @@ export const koaAdapter: Adapter = {
   },
 };
 
-const nextApp = fileURLToPath(new URL('../../apps/next-example/', import.meta.url));
-const nextBin = fileURLToPath(new URL('../../apps/next-example/node_modules/next/dist/bin/next', import.meta.url));
-
-async function freePort(): Promise<number> {
-  const srv = createNetServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
+const nextApp = fileURLToPath(new URL('../../../apps/next-example/', import.meta.url));
+const nextBin = fileURLToPath(new URL('../../../apps/next-example/node_modules/next/dist/bin/next', import.meta.url));
 
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -115,11 +107,16 @@ export const nextAdapter: Adapter = {
   async start(options = {}) {
     if (!existsSync(`${nextApp}.next/BUILD_ID`)) throw new Error('apps/next-example is not built: run `pnpm build` first');
     const port = await freePort();
-    const child = spawn(process.execPath, [nextBin, 'start', '-H', '127.0.0.1', '-p', String(port)], {
-      cwd: nextApp,
-      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', RETRY_MS: '500', MCP_KIT_OPTIONS: JSON.stringify(options) },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = startProcess(
+      `next start (next-example) 127.0.0.1:${port}`,
+      process.execPath,
+      [nextBin, 'start', '-H', '127.0.0.1', '-p', String(port)],
+      {
+        cwd: nextApp,
+        env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', RETRY_MS: '500', MCP_KIT_OPTIONS: JSON.stringify(options) },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     const errors: Error[] = [];
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
@@ -198,3 +195,39 @@ export function sharedStarts(adapter: Adapter): { start(options?: HarnessOptions
   };
 }
 export const inProcessAdapters: Adapter[] = adapters.filter((a) => a.inProcess);
+
+/** A server the adapters can serve: in process through `server`, in `next start` through `env`. */
+export interface Fixture {
+  name: string;
+  server: NonNullable<HarnessOptions['server']>;
+  /** Environment for the example apps (DESIGN.md: `MCP_SDK=v1|v2` picks the fixture's SDK). */
+  env: Record<string, string>;
+}
+
+/** The fixture on each SDK major, as the example apps pick it with MCP_SDK. */
+export const fixtures: Fixture[] = FIXTURE_SDKS.map((sdk) => ({
+  name: `sdk-${sdk} fixture`,
+  server: () => fixtureServer(sdk),
+  env: { MCP_SDK: sdk },
+}));
+
+/**
+ * Starts `adapter` serving `fixture`. The Next adapter spawns `next start` with this process's
+ * environment, so the fixture's env is set for the duration of the start (tests in one file start
+ * their servers one after another) and restored after.
+ */
+export async function serve(adapter: Adapter, fixture: Fixture, options: HarnessOptions = {}): Promise<ServerUnderTest> {
+  if (adapter.inProcess) return adapter.start({ ...options, server: fixture.server });
+  const saved = Object.fromEntries(Object.keys(fixture.env).map((key) => [key, process.env[key]]));
+  Object.assign(process.env, fixture.env);
+  try {
+    return await adapter.start(options);
+  } finally {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  }
+}
+
+export const SIMPLE_TEXT = 'This is a simple text response for testing.';

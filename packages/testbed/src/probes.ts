@@ -1,9 +1,10 @@
 /**
- * What the reliability suite serves: the shared fixture plus probes, and event stores that let a
- * test see inside (stats) or behave like a remote store (asynchronous, in order).
+ * What the suites serve beside the shared fixture: probe tools a test registers on its servers,
+ * and event stores that let a test see inside (stats) or behave like a remote store
+ * (asynchronous, in order).
  */
 import type { EventStore, ReplayResult, StreamKey } from '@mcp-kit/core';
-import { MemoryEventStore } from '@mcp-kit/core';
+import { closeSSEStream, MemoryEventStore } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
@@ -208,5 +209,20 @@ export function registerTicker(server: McpServer, onStop: (ticks: number, reason
       onStop(tick, error);
       throw error;
     }
+  });
+}
+
+/**
+ * `ask_name`: lets go of its stream (a task, for a 2026 client with the extension), asks its client
+ * for a name by elicitation, and answers `hello <name>`.
+ */
+export function registerAskName(server: McpServer): void {
+  server.registerTool('ask_name', {}, async (extra) => {
+    closeSSEStream(extra, 50);
+    const answer = await server.server.elicitInput(
+      { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
+      { relatedRequestId: extra.requestId },
+    );
+    return { content: [{ type: 'text', text: `hello ${String(answer.content?.name)}` }] };
   });
 }

@@ -3,12 +3,13 @@
  * behind a plain round-robin HTTP proxy, for cross-instance tests and the cluster demo. Every
  * process here is started by the test and stopped by its PID.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { freePort, startRedis, type TestRedis } from './redis.js';
+import { freePort, startProcess } from './processes.js';
+import { startRedis, type TestRedis } from './redis.js';
 
 /** The cluster mode the suites run in: `forward` (instances reach each other at INTERNAL_URL, the default) or `shared`. */
 export const CLUSTER_MODE: 'forward' | 'shared' = process.env.MCP_KIT_CLUSTER === 'shared' ? 'shared' : 'forward';
@@ -16,7 +17,7 @@ export const CLUSTER_MODE: 'forward' | 'shared' = process.env.MCP_KIT_CLUSTER ==
 export type ExampleAppName = 'express-example' | 'koa-example' | 'next-example';
 export const EXAMPLE_APPS: readonly ExampleAppName[] = ['express-example', 'koa-example', 'next-example'];
 
-const appDir = (app: ExampleAppName) => fileURLToPath(new URL(`../../apps/${app}/`, import.meta.url));
+const appDir = (app: ExampleAppName) => fileURLToPath(new URL(`../../../apps/${app}/`, import.meta.url));
 
 /**
  * How one instance of `app` is started, as its `start` script does it: the built server, or
@@ -67,7 +68,7 @@ export interface Instance {
  */
 export function instance(name: string, port: number, env: Record<string, string>, app: ExampleAppName = 'express-example'): Instance {
   let current = port;
-  // MCP_KIT_CLUSTER=shared runs a cluster suite in the other mode (issue 21): no internalUrl.
+  // MCP_KIT_CLUSTER=shared runs a cluster suite in the other mode: no internalUrl.
   if (CLUSTER_MODE === 'shared' && (env.REDIS_URL || env.REDIS_SENTINELS) && env.CLUSTER === undefined) env = { ...env, CLUSTER: 'shared' };
   let child: ChildProcess | undefined;
   let output = '';
@@ -83,10 +84,9 @@ export function instance(name: string, port: number, env: Record<string, string>
   const startOnce = async () => {
     const command = launch(app, current);
     runStart = output.length;
-    const c = spawn(process.execPath, command.args, {
+    const c = startProcess(`${app} ${name} 127.0.0.1:${current}`, process.execPath, command.args, {
       cwd: command.cwd,
       env: { ...process.env, ...command.env, HOST: '127.0.0.1', PORT: String(current), INSTANCE_NAME: name, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = c;
     c.stdout?.on('data', append);
@@ -234,7 +234,7 @@ export function kindOf(method: string, body: string): string {
 }
 
 // A proxy does not pass these on (RFC 9110 §7.6.1); each upstream request has its own connection.
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer'];
+export const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer'];
 
 /**
  * A plain round-robin reverse proxy: each request goes to the next backend in turn, with no
@@ -338,7 +338,7 @@ export async function roundRobinProxy(
   // A load balancer keeps an idle client connection far longer than a client does (ALB 60 s,
   // nginx 75 s). With Node's default of 5 s, a client idle a few seconds (waiting out a restart)
   // finds its connections closed and opens new ones, which this busy test process accepts one per
-  // event-loop iteration (see connectClient in tests/cluster/clients.ts); and a client may send a
+  // event-loop iteration (see connectClient in clients.ts); and a client may send a
   // request on a connection in the instant this server closes it, which fetch fails at once
   // ("fetch failed": one rolling-restart call in a CI run; its cause was not recorded).
   server.keepAliveTimeout = 65_000;
@@ -419,5 +419,3 @@ export async function startCluster(
     },
   };
 }
-
-export { freePort };

@@ -4,7 +4,8 @@
  * Everything started is pushed onto `started`, for the test's afterEach to stop in reverse order.
  */
 import { instance, type Instance } from './cluster.js';
-import { freePort, startRedis, type TestRedis } from './redis.js';
+import { startRedis, type TestRedis } from './redis.js';
+import { freePort } from './processes.js';
 import { startRespFaultProxy, type RespFaultProxy } from './resp-faults.js';
 
 export const SHARED_PAIR_ENV = { CLUSTER: 'shared', HEARTBEAT_MS: '300', RETRY_MS: '100', LIVE_PAGE: '0' };

@@ -1,5 +1,5 @@
 /**
- * A serverless platform, simulated with real processes (issue 21): example-app instances in a
+ * A serverless platform, simulated with real processes: example-app instances in a
  * shared cluster (`CLUSTER=shared`: no `internalUrl`, no route between them, one real
  * redis-server), behind a proxy that sends each request to a random instance and freezes an
  * instance (`SIGSTOP`) whenever it has no request in flight and nothing registered with
@@ -15,7 +15,9 @@ import { createServer, request, type IncomingHttpHeaders, type Server } from 'no
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, instance, kindOf, type ExampleAppName, type Instance } from './cluster.js';
+import { HOP_BY_HOP, instance, kindOf, type ExampleAppName, type Instance } from './cluster.js';
+import { freePort } from './processes.js';
+import { Rng } from './random.js';
 import { startRedis, type TestRedis } from './redis.js';
 
 export interface ServerlessOptions {
@@ -64,23 +66,9 @@ export interface ServerlessPlatform {
   close(): Promise<void>;
 }
 
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer'];
-
-/** A small seeded PRNG (mulberry32): the proxy's choices replay with the same seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
 export async function startServerless(options: ServerlessOptions): Promise<ServerlessPlatform> {
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 31);
-  const next = random(seed);
+  const rng = new Rng(seed);
   const story = options.story ?? (() => {});
   const keepAlive = options.waitUntil ?? true;
   const dir = mkdtempSync(join(tmpdir(), 'mcp-kit-serverless-'));
@@ -161,7 +149,7 @@ export async function startServerless(options: ServerlessOptions): Promise<Serve
       for (const h of HOP_BY_HOP) delete headers[h];
       const header = (h: IncomingHttpHeaders, name: string) => (typeof h[name] === 'string' ? (h[name] as string) : undefined);
       const kind = kindOf(req.method ?? '', body.toString('utf8'));
-      const dice = Math.floor(next() * instances.length);
+      const dice = Math.floor(rng.next() * instances.length);
       const i = options.route?.({ method: req.method ?? '', kind, lastEventId: header(req.headers, 'last-event-id') }) ?? dice;
       inFlight[i]!++;
       const thawed = thaw(i);

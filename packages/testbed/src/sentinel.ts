@@ -1,6 +1,6 @@
 /**
  * A Redis primary, its replica and three Sentinels, all from the same `redis-server` binary, on free
- * ports, for failover tests (issue 27). Each Sentinel has its own config file (Sentinel rewrites it)
+ * ports, for failover tests. Each Sentinel has its own config file (Sentinel rewrites it)
  * in a temporary directory. Every process is started here and stopped by its PID.
  *
  * With `replicationLagMs`, everyone reaches the primary through a relay that holds what the primary
@@ -13,8 +13,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort, stopProcess } from './processes.js';
 import { redisCommand, type RedisReply } from './redis-command.js';
-import { freePort, redisServerBinary, spawnRedisServer } from './redis.js';
+import { redisServerBinary, spawnRedisServer } from './redis.js';
 
 /** The name the Sentinels monitor the primary under. */
 export const SENTINEL_NAME = 'mymaster';
@@ -129,13 +130,7 @@ export async function startSentinels(options: { replicationLagMs?: number } = {}
     return proc;
   };
   const output = () => procs.map((p) => `--- ${p.name} (pid ${p.child.pid}) ---\n${p.output.slice(-3_000)}`).join('\n');
-  const stop = async (proc: Proc) => {
-    const c = proc.child;
-    if (c.exitCode !== null || c.signalCode !== null) return;
-    const exited = new Promise((resolve) => c.once('exit', resolve));
-    process.kill(c.pid as number, 'SIGKILL');
-    await exited;
-  };
+  const stop = (proc: Proc) => stopProcess(proc.child, 'SIGKILL');
   let relay: Awaited<ReturnType<typeof replicationRelay>> | undefined;
   const close = async () => {
     relay?.cut();

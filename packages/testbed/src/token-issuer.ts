@@ -4,7 +4,7 @@
  * introspection endpoint for opaque tokens. It mints the tokens a test needs, good or bad in one
  * precise way (expired, for another audience, signed with a key it does not publish, …), and
  * counts the requests it answers, so a test can tell that keys were fetched once. The end-to-end
- * tests use a real OpenID provider (tests/support/auth-server.ts); this one lets a test shape each
+ * tests use a real OpenID provider (auth-server.ts); this one lets a test shape each
  * token by hand.
  */
 import { randomBytes } from 'node:crypto';

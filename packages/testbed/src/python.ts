@@ -5,14 +5,14 @@
  * for scripts that print JSON. Every child is spawned here and killed by its own pid when its
  * deadline passes.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startProcess } from './processes.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
+const root = fileURLToPath(new URL('../../../', import.meta.url));
 
 export interface Finished {
   code: number | null;
@@ -31,15 +31,16 @@ export function run(
   options: { timeoutMs: number; cwd?: string; env?: NodeJS.ProcessEnv },
 ): Promise<Finished> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
+    const child = startProcess(`${command} ${args[0] ?? ''}`.trim(), command, args, {
       cwd: options.cwd ?? root,
       env: { ...process.env, ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    // Both piped, as asked above.
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`${command} ${args.join(' ')} did not finish within ${options.timeoutMs} ms\n${stderr.slice(-4000)}`));
@@ -78,7 +79,15 @@ export const venvRoot = join(process.env.MCP_KIT_CACHE ?? join(homedir(), '.cach
 export async function pythonVenv(name: string, requirements: string[], timeoutMs = 300_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   const left = () => Math.max(1_000, deadline - Date.now());
-  const version = await run(hostPython, ['-c', 'import sys; print(sys.version_info >= (3, 10), sys.version)'], { timeoutMs: 30_000 });
+  const version = await run(hostPython, ['-c', 'import sys; print(sys.version_info >= (3, 10), sys.version)'], { timeoutMs: 30_000 }).catch(
+    (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+      throw new Error(
+        `${hostPython} not found: the Python SDK client tests need Python 3.10 or later with venv. ` +
+          'Install it (`apt-get install -y python3 python3-venv` on Debian/Ubuntu), or name one in PYTHON.',
+      );
+    },
+  );
   mustSucceed(`${hostPython} --version`, version);
   if (!version.stdout.startsWith('True')) throw new Error(`${hostPython} is older than 3.10, which the Python MCP SDK needs`);
   const wanted = requirements.join('\n');

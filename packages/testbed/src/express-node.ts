@@ -1,7 +1,7 @@
 /**
  * An Express instance in the test's own process on a real redis-server, in a forwarding or a
  * shared cluster: for tests that reach into an instance (its handler, its cluster) while it serves
- * over HTTP. Instances out of process are tests/support/cluster.ts's.
+ * over HTTP. Instances out of process are cluster.ts's.
  */
 import { createServer, type Server } from 'node:http';
 import express from 'express';
@@ -9,7 +9,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { createMcpHandler, FORWARDED_HEADER, type McpHandler } from '@mcp-kit/core';
 import { mcpExpress } from '@mcp-kit/express';
 import { createRedisClient, createRedisScaleOut, type RedisScaleOut } from '@mcp-kit/redis';
-import { freePort } from './redis.js';
+import { freePort } from './processes.js';
 
 export interface ExpressNode {
   url: string;

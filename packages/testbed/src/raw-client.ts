@@ -5,9 +5,8 @@
  * once its terminating blank line has arrived.
  */
 import { Agent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { parseBlock, PROTOCOL, type SseBlock } from '../support/sse.js';
-
-export type { SseBlock };
+import { initializeRequest, LEGACY } from './requests.js';
+import { parseBlock, SseSplitter, type SseBlock } from './sse.js';
 
 /** Keep-alive for the short requests; SSE connections that get cut are destroyed, never reused. */
 export const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
@@ -67,7 +66,7 @@ export class RawSse {
   /** Body bytes the client accepted (never more than `abortAtByte`). */
   bytes = 0;
   private rawChunks: Buffer[] = [];
-  private pending = '';
+  private readonly splitter = new SseSplitter();
   private cursor = 0;
   private wake: (() => void) | undefined;
   private res: IncomingMessage | undefined;
@@ -128,14 +127,9 @@ export class RawSse {
     }
     this.bytes += chunk.length;
     this.rawChunks.push(chunk);
-    this.pending += chunk.toString('latin1');
-    let at: number;
-    while ((at = this.pending.indexOf('\n\n')) !== -1) {
-      // Bytes were kept as latin1 so a cut inside a multi-byte character cannot corrupt earlier blocks.
-      const raw = Buffer.from(this.pending.slice(0, at), 'latin1').toString('utf8');
-      this.pending = this.pending.slice(at + 2);
-      this.blocks.push(parseBlock(raw));
-    }
+    // Pushed as latin1 so that a cut inside a multi-byte character cannot corrupt a complete block.
+    for (const raw of this.splitter.push(chunk.toString('latin1')))
+      this.blocks.push(parseBlock(Buffer.from(raw, 'latin1').toString('utf8')));
     this.notify();
     if (cut) this.abort();
   }
@@ -160,7 +154,7 @@ export class RawSse {
 
   /** Bytes of an incomplete block at the end: what a cut or a bad server left half-written. */
   get partial(): string {
-    return this.pending;
+    return this.splitter.rest;
   }
 
   /** Blocks that carry data, parsed as JSON-RPC (the priming event's empty data is skipped). */
@@ -227,19 +221,6 @@ export class RawSse {
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
-export function initialize(id: number | string = 0, protocolVersion = PROTOCOL) {
-  return {
-    jsonrpc: '2.0',
-    id,
-    method: 'initialize',
-    params: { protocolVersion, capabilities: {}, clientInfo: { name: 'reliability', version: '1.0.0' } },
-  };
-}
-
-export function toolCall(id: number | string, name: string, args: Record<string, unknown> = {}) {
-  return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } };
-}
-
 /** A session opened over raw HTTP, with the calls the suite needs. */
 export class RawSession {
   constructor(
@@ -249,14 +230,14 @@ export class RawSession {
   ) {}
 
   get headers(): Record<string, string> {
-    return { 'mcp-session-id': this.sessionId, 'mcp-protocol-version': PROTOCOL, ...this.extraHeaders };
+    return { 'mcp-session-id': this.sessionId, 'mcp-protocol-version': LEGACY, ...this.extraHeaders };
   }
 
   static async open(url: string, extraHeaders: Record<string, string> = {}): Promise<RawSession> {
     const init = await send(url, {
       method: 'POST',
-      headers: { ...JSON_HEADERS, 'mcp-protocol-version': PROTOCOL, ...extraHeaders },
-      body: JSON.stringify(initialize()),
+      headers: { ...JSON_HEADERS, 'mcp-protocol-version': LEGACY, ...extraHeaders },
+      body: JSON.stringify(initializeRequest()),
     });
     const sessionId = init.headers['mcp-session-id'];
     if (init.status !== 200 || typeof sessionId !== 'string') throw new Error(`initialize: ${init.status} ${init.text.slice(0, 300)}`);

@@ -1,13 +1,13 @@
 /**
- * What the clients of the serverless simulation do (issue 21), for tests/serverless/*.test.ts and
+ * What the clients of the serverless simulation do, for tests/serverless/*.test.ts and
  * `pnpm demo:serverless`: SDK v1 clients (2025-11-25) poll `long_task` with `closeEvery` and answer
  * an elicitation mid-call; SDK v2 clients with `@modelcontextprotocol/ext-tasks` (2026-07-28) run
  * `long_task` as a task and answer `confirm_delete`'s question through `tasks/update`. Each run
  * is audited: every step once and in order, every result as the fixture gives it.
  */
-import { connectClient, oneTo } from '../cluster/clients.js';
-import { connectTaskSession } from '../support/modern.js';
-import type { ServerlessPlatform } from '../support/serverless.js';
+import { connectClient, connectTaskSession } from './clients.js';
+import { oneTo } from './long-task.js';
+import type { ServerlessPlatform } from './serverless.js';
 
 const clientInfo = { name: 'serverless-task-client', version: '1.0.0' };
 

@@ -1,5 +1,5 @@
 /**
- * Raw chaos clients for the fault battery (issue 20): beside the SDK clients, each opens a session
+ * Raw chaos clients for the fault battery: beside the SDK clients, each opens a session
  * over raw HTTP and runs `long_task` calls with `closeEvery`, cutting its own connections at random
  * byte offsets and resuming with the last event id it saw, through whatever the scenario breaks.
  * A 502/503 (the documented answers of a store or an instance that failed) is waited out and the
@@ -9,8 +9,11 @@
  * 204, 502 and 503 is seen (a 404 would be a live session lost, a 500 a failure nobody handled).
  */
 import { expect } from 'vitest';
-import { RawSession, splitId, toolCall, type RawSse } from '../reliability/client.js';
-import { Rng } from '../reliability/random.js';
+import { RawSession, splitId, type RawSse } from '@mcp-kit/testbed/raw-client';
+import { callTool } from '@mcp-kit/testbed/requests';
+import type { LongTask } from '@mcp-kit/testbed/long-task';
+import { CLIENT_TIMEOUT_MS } from '@mcp-kit/testbed/clients';
+import { Rng } from '@mcp-kit/testbed/random';
 
 export interface RawCallOutcome {
   client: string;
@@ -108,7 +111,7 @@ export class RawChaosClient {
       try {
         stream =
           cursor === undefined
-            ? await this.session.postSse(toolCall(requestId, 'long_task', args), cut)
+            ? await this.session.postSse(callTool(requestId, 'long_task', args), cut)
             : await this.session.get(cursor, cut);
       } catch {
         // The connection failed before an answer (an instance killed or paused under the proxy).
@@ -233,4 +236,14 @@ export function describeRawChaos(clients: RawChaosClient[]): string {
     `${sum((t) => t.cuts)} cut by the client, ${sum((t) => t.serverCloses)} closed by the server, ${sum((t) => t.retried)} 502/503 retried; ` +
     `statuses ${[...statuses].map(([s, n]) => `${s}×${n}`).join(' ')}`
   );
+}
+
+/** A raw chaos client's session takes another (short) call: resolves with the result's content. */
+export async function rawCallAgain(c: RawChaosClient, task: LongTask = { steps: 3, intervalMs: 10 }): Promise<unknown> {
+  const id = `again-${c.name}`;
+  const stream = await c.session.postSse(callTool(id, 'long_task', { ...task }));
+  await stream.end(CLIENT_TIMEOUT_MS);
+  const answer = stream.messages.find((m) => m.message?.id === id)?.message;
+  if (answer?.result === undefined) throw new Error(`${c.name}: status ${stream.status}, ${stream.raw.slice(0, 300)}`);
+  return answer.result.content;
 }
