@@ -1,5 +1,5 @@
-export { RedisEventStore } from './store.js';
-export type { RedisEventStoreOptions } from './store.js';
+export { RedisEventStore } from './events/store.js';
+export type { RedisEventStoreOptions } from './events/store.js';
 export { RedisSessionCluster } from './cluster.js';
 export { RedisTaskStore } from './tasks.js';
 export type { RedisTaskStoreOptions } from './tasks.js';

@@ -3,7 +3,7 @@ import { createRedisClient, type RedisSentinelTarget } from './client.js';
 import { RedisSessionCluster, type RedisSessionClusterOptions } from './cluster.js';
 import type { OwnerFence } from './fence.js';
 import { clusterMode } from './mode.js';
-import { RedisEventStore, type RedisEventStoreOptions } from './store.js';
+import { RedisEventStore, type RedisEventStoreOptions } from './events/store.js';
 import { RedisTaskStore, type RedisTaskStoreOptions } from './tasks.js';
 
 export interface RedisScaleOutOptions

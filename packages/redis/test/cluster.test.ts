@@ -89,8 +89,8 @@ describe('RedisSessionCluster', () => {
     await a.claim('sess-3', undefined);
     expect(await b.lookupOwner('sess-3')).toMatchObject({ instanceId: 'a3' });
     // A crash: the heartbeat stops, nothing is cleaned up.
-    (a as unknown as { timer: NodeJS.Timeout }).timer.unref();
-    clearInterval((a as unknown as { timer: NodeJS.Timeout }).timer);
+    const { registry } = a as unknown as { registry: { timer: NodeJS.Timeout } };
+    clearInterval(registry.timer);
     await eventually(async () => expect(await b.lookupOwner('sess-3')).toBeUndefined());
   });
 

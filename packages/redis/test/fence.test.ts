@@ -46,7 +46,7 @@ async function instance(name: string, prefix: string): Promise<RedisScaleOut> {
 }
 
 /** One heartbeat now (the interval is a minute away). */
-const beat = (c: RedisSessionCluster) => (c as unknown as { heartbeat(): Promise<void> }).heartbeat();
+const beat = (c: RedisSessionCluster) => (c as unknown as { registry: { heartbeat(): Promise<void> } }).registry.heartbeat();
 
 const record = (name: string): RestoreRecord => ({
   initialize: {
@@ -123,7 +123,10 @@ describe('a stale owner writes nothing in a session that is not its own any more
     const { a, key } = await takenOverFromStaleA('f4');
     // A session A still owns (its record names A, written as a claim would).
     await admin.set('f4:owner:sess-f4-own', JSON.stringify({ i: 'a-f4', u: 'http://a-f4.internal/mcp', p: null }));
-    (a.cluster as unknown as { owned: Map<string, unknown> }).owned.set('sess-f4-own', { record: '{}', refreshedAt: Date.now() });
+    (a.cluster as unknown as { mode: { owned: Map<string, unknown> } }).mode.owned.set('sess-f4-own', {
+      record: '{}',
+      refreshedAt: Date.now(),
+    });
     await a.cluster.close();
     expect(JSON.parse((await admin.get(`f4:owner:${key.sessionId}`))!).i).toBe('b-f4');
     expect(await admin.exists('f4:owner:sess-f4-own')).toBe(0);

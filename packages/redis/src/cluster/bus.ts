@@ -1,6 +1,6 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import type { ClusterMessage } from '@mcp-kit/core';
-import { LuaScript } from './client.js';
+import { LuaScript } from '../client.js';
 
 /**
  * How long a bus message is kept for an instance that was away (its subscriber reconnecting, a

@@ -10,10 +10,11 @@ import {
   type UnfinishedStream,
 } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
-import { createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
-import { checkEvictionPolicy } from './eviction.js';
-import { MINE_LUA, NOT_MINE, type OwnerFence } from './fence.js';
+import { createRedisClient, LuaScript, whenReady } from '../client.js';
+import { checkEvictionPolicy } from '../eviction.js';
+import { MINE_LUA, NOT_MINE, type OwnerFence } from '../fence.js';
 import { LiveStreams } from './live-streams.js';
+import { LiveTails } from './tails.js';
 
 export interface RedisEventStoreOptions {
   /** Redis to connect to, e.g. `redis://localhost:6379`. Give this or `client`. */
@@ -220,9 +221,6 @@ function streamGap(error: unknown): StreamGap | undefined {
   return missing ? new StreamGap((error as Error).message, Number(missing[1])) : undefined;
 }
 
-/** Frames a tail may hold while it reads a gap from Redis; past it the tail ends and the client resumes. */
-const MAX_PENDING = 10_000;
-
 /**
  * An {@link EventStore} on Redis Streams, for several instances behind a load balancer: one stream
  * key per (session, stream), entry id `<seq>-0`, XADD with an exact MAXLEN and a TTL refreshed on
@@ -239,13 +237,7 @@ export class RedisEventStore implements EventStore {
   readonly maxEventsPerStream: number;
   readonly streamTtlMs: number;
   private readonly ownsClient: boolean;
-  private readonly reconnectGraceMs: number;
-  private readonly commandTimeoutMs: number;
-  private subscriber: Redis | undefined;
-  private subscriberConnecting: Promise<void> | undefined;
-  private subscriberWasReady = false;
-  private graceTimer: ReturnType<typeof setTimeout> | undefined;
-  private readonly channels = new Map<string, { tails: Set<Tail>; ready: Promise<unknown> }>();
+  private readonly tails: LiveTails;
   private closed = false;
   /** Streams this instance still writes to, whose keys it keeps alive. */
   private readonly live: LiveStreams;
@@ -265,16 +257,21 @@ export class RedisEventStore implements EventStore {
   ) {
     if (!options.client && !options.url)
       throw new TypeError('RedisEventStore: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
-    this.commandTimeoutMs = positiveInt(options.commandTimeoutMs ?? 2_000, 'commandTimeoutMs', 'RedisEventStore');
-    this.client =
-      options.client ??
-      createRedisClient(options.url as string, { commandTimeoutMs: this.commandTimeoutMs, connectionName: 'mcp-kit-events' });
+    const commandTimeoutMs = positiveInt(options.commandTimeoutMs ?? 2_000, 'commandTimeoutMs', 'RedisEventStore');
+    this.client = options.client ?? createRedisClient(options.url as string, { commandTimeoutMs, connectionName: 'mcp-kit-events' });
     this.ownsClient = options.ownsClient ?? !options.client;
     this.keyPrefix = options.keyPrefix ?? 'mcp-kit:';
     this.maxEventsPerStream = positiveInt(options.maxEventsPerStream ?? 10_000, 'maxEventsPerStream', 'RedisEventStore');
     this.streamTtlMs = positiveInt(options.streamTtlMs ?? 15 * 60_000, 'streamTtlMs', 'RedisEventStore');
-    this.reconnectGraceMs = positiveInt(options.reconnectGraceMs ?? 2_000, 'reconnectGraceMs', 'RedisEventStore');
+    const reconnectGraceMs = positiveInt(options.reconnectGraceMs ?? 2_000, 'reconnectGraceMs', 'RedisEventStore');
     this.live = new LiveStreams(this.client, this.streamTtlMs);
+    this.tails = new LiveTails(
+      this.client,
+      (sessionId, streamId, afterSeq) => this.replayAfter(sessionId, streamId, afterSeq),
+      (key) => this.streamKey(key),
+      reconnectGraceMs,
+      commandTimeoutMs,
+    );
     this.fence = options.fence;
     this.writerId = options.writerId;
   }
@@ -442,45 +439,20 @@ export class RedisEventStore implements EventStore {
    * order; a gap (a message lost while the subscriber connection was down) is filled from the
    * stream. One subscriber connection per store serves every tail.
    */
-  async subscribe(key: StreamKey, afterSeq: number, listener: StreamListener): Promise<StreamSubscription> {
-    const subscriber = await this.subscriberConnection();
-    const channel = this.streamKey(key);
-    let entry = this.channels.get(channel);
-    if (!entry) {
-      const created = { tails: new Set<Tail>(), ready: subscriber.subscribe(channel) };
-      created.ready.catch(() => {
-        if (this.channels.get(channel) === created) this.channels.delete(channel);
-      });
-      this.channels.set(channel, created);
-      entry = created;
-    }
-    const tail = new Tail(this, key, afterSeq, listener, () => this.drop(channel, tail));
-    entry.tails.add(tail);
-    try {
-      await entry.ready;
-    } catch (error) {
-      tail.cancel();
-      throw error;
-    }
-    void tail.catchUp();
-    return tail;
+  subscribe(key: StreamKey, afterSeq: number, listener: StreamListener): Promise<StreamSubscription> {
+    return this.tails.subscribe(key, afterSeq, listener);
   }
 
   /** Live tails on this instance, for tests and metrics. */
   get tailCount(): number {
-    let n = 0;
-    for (const entry of this.channels.values()) n += entry.tails.size;
-    return n;
+    return this.tails.count;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.graceTimer) clearTimeout(this.graceTimer);
     this.live.close();
-    for (const entry of this.channels.values()) for (const tail of entry.tails) tail.fail('error');
-    this.channels.clear();
-    this.subscriber?.disconnect();
+    this.tails.close();
     if (this.ownsClient) await this.client.quit().catch(() => this.client.disconnect());
   }
 
@@ -490,210 +462,5 @@ export class RedisEventStore implements EventStore {
 
   private indexKey(sessionId: string): string {
     return `${this.keyPrefix}{${sessionId}}`;
-  }
-
-  private drop(channel: string, tail: Tail): void {
-    const entry = this.channels.get(channel);
-    if (!entry || !entry.tails.delete(tail) || entry.tails.size > 0) return;
-    this.channels.delete(channel);
-    this.subscriber?.unsubscribe(channel).catch(() => {});
-  }
-
-  private async subscriberConnection(): Promise<Redis> {
-    if (this.closed) throw new Error('RedisEventStore is closed');
-    if (!this.subscriber) {
-      const subscriber = duplicateClient(this.client, {
-        lazyConnect: true,
-        // Resubscribing is ours: after the SUBSCRIBE is acknowledged, tails re-read their gap.
-        autoResubscribe: false,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        commandTimeout: this.commandTimeoutMs,
-        connectionName: 'mcp-kit-tails',
-      });
-      subscriber.on('error', () => {});
-      subscriber.on('message', (channel: string, message: string) => this.onMessage(channel, message));
-      subscriber.on('ready', () => this.onSubscriberReady());
-      subscriber.on('close', () => this.onSubscriberLost());
-      this.subscriber = subscriber;
-      this.subscriberConnecting = subscriber.connect().catch(() => {});
-    }
-    if (this.subscriber.status !== 'ready') {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([this.subscriberConnecting, new Promise((resolve) => (timer = setTimeout(resolve, this.commandTimeoutMs)))]);
-      clearTimeout(timer);
-    }
-    if (this.subscriber.status !== 'ready') throw new Error('Redis is unreachable: the subscriber connection is down');
-    return this.subscriber;
-  }
-
-  private onMessage(channel: string, message: string): void {
-    const entry = this.channels.get(channel);
-    if (!entry) return;
-    const space = message.indexOf(' ');
-    const flag = message.charAt(space + 1);
-    if (flag === 'd') {
-      for (const tail of [...entry.tails]) tail.fail('deleted');
-      return;
-    }
-    const seq = Number(message.slice(0, space));
-    if (flag === 'c') {
-      const retryMs = Number(message.slice(space + 3));
-      for (const tail of [...entry.tails]) tail.onClosed(seq, retryMs);
-      return;
-    }
-    const frame = message.slice(space + 3);
-    for (const tail of [...entry.tails]) tail.onPublished(frame, seq, flag === '1');
-  }
-
-  private onSubscriberLost(): void {
-    if (this.closed || this.graceTimer || this.channels.size === 0) return;
-    this.graceTimer = setTimeout(() => {
-      this.graceTimer = undefined;
-      if (this.subscriber?.status === 'ready') return;
-      for (const entry of this.channels.values())
-        for (const tail of [...entry.tails]) tail.fail('error', new Error('Redis subscriber connection lost'));
-    }, this.reconnectGraceMs);
-    this.graceTimer.unref?.();
-  }
-
-  private onSubscriberReady(): void {
-    const again = this.subscriberWasReady;
-    this.subscriberWasReady = true;
-    if (this.graceTimer) {
-      clearTimeout(this.graceTimer);
-      this.graceTimer = undefined;
-    }
-    if (!again || this.channels.size === 0) return;
-    const channels = [...this.channels.keys()];
-    const tails = [...this.channels.values()].flatMap((entry) => [...entry.tails]);
-    (this.subscriber as Redis).subscribe(...channels).then(
-      () => {
-        for (const tail of tails) void tail.catchUp();
-      },
-      (error: unknown) => {
-        for (const tail of tails) tail.fail('error', error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  }
-}
-
-/** One live tail: delivers frames after a cursor, in order and once each. */
-class Tail implements StreamSubscription {
-  private next: number;
-  private readonly startSeq: number;
-  /** The owner closed the stream after this frame: end there, with this retry hint. */
-  private closeAt: { afterSeq: number; retryMs: number } | undefined;
-  private reading = false;
-  private readAgain = false;
-  private pending: Array<{ frame: string; seq: number; final: boolean }> = [];
-  private done = false;
-
-  constructor(
-    private readonly store: RedisEventStore,
-    private readonly key: StreamKey,
-    afterSeq: number,
-    private readonly listener: StreamListener,
-    private readonly onDone: () => void,
-  ) {
-    this.next = afterSeq + 1;
-    this.startSeq = afterSeq;
-  }
-
-  cancel(): void {
-    this.finish();
-  }
-
-  fail(reason: 'deleted' | 'error', error?: Error): void {
-    if (this.done) return;
-    this.finish();
-    this.listener.end(reason, error);
-  }
-
-  onClosed(afterSeq: number, retryMs: number): void {
-    // A close at or before where this tail started is the one its client just resumed from.
-    if (this.done || afterSeq <= this.startSeq) return;
-    this.closeAt = { afterSeq, retryMs };
-    if (!this.reading) {
-      if (this.next - 1 >= afterSeq) this.closeNow();
-      else void this.catchUp();
-    }
-  }
-
-  onPublished(frame: string, seq: number, final: boolean): void {
-    if (this.done || seq < this.next) return;
-    if (this.reading) {
-      if (this.pending.length >= MAX_PENDING) return this.fail('error', new Error('live tail fell too far behind'));
-      this.pending.push({ frame, seq, final });
-      return;
-    }
-    if (seq === this.next) return this.deliver(frame, seq, final);
-    void this.catchUp();
-  }
-
-  /** Reads what the stream holds after the last delivered frame, then what was published meanwhile. */
-  async catchUp(): Promise<void> {
-    if (this.done) return;
-    if (this.reading) {
-      this.readAgain = true;
-      return;
-    }
-    this.reading = true;
-    try {
-      do {
-        this.readAgain = false;
-        const before = this.next;
-        const result = await this.store.replayAfter(this.key.sessionId, this.key.streamId, this.next - 1);
-        if (this.done) return;
-        if (!result.ok) {
-          // Gone (deleted, expired) or frames evicted before this tail could read them.
-          return this.fail(result.reason === 'unknown' ? 'deleted' : 'error', new Error(`live tail: stream ${result.reason}`));
-        }
-        const { frames, complete } = result;
-        for (let i = 0; i < frames.length && !this.done; i++)
-          this.deliver(frames[i] as string, this.next, complete && i === frames.length - 1);
-        if (this.done) return;
-        const pending = this.pending.sort((a, b) => a.seq - b.seq);
-        this.pending = [];
-        for (const p of pending) {
-          if (p.seq < this.next) continue;
-          if (p.seq > this.next) {
-            this.readAgain = true;
-            break;
-          }
-          this.deliver(p.frame, p.seq, p.final);
-          if (this.done) return;
-        }
-        if (this.closeAt && this.next - 1 < this.closeAt.afterSeq) {
-          // The frames before a close are stored before it is published; if a read brings none, close anyway.
-          if (this.next === before) return this.closeNow();
-          this.readAgain = true;
-        }
-      } while (this.readAgain);
-    } catch (error) {
-      this.fail('error', error instanceof Error ? error : new Error(String(error)));
-    } finally {
-      this.reading = false;
-    }
-  }
-
-  private deliver(frame: string, seq: number, final: boolean): void {
-    this.next = seq + 1;
-    this.listener.frame(frame, seq, final);
-    if (final) this.finish();
-    else if (this.closeAt && seq >= this.closeAt.afterSeq) this.closeNow();
-  }
-
-  private closeNow(): void {
-    const retryMs = (this.closeAt as { retryMs: number }).retryMs;
-    this.finish();
-    this.listener.closed(retryMs);
-  }
-
-  private finish(): void {
-    if (this.done) return;
-    this.done = true;
-    this.pending = [];
-    this.onDone();
   }
 }
