@@ -73,7 +73,7 @@ const REDIS_LAYERS = [
   {
     name: 'redis-stores',
     holds: 'what one kind of record needs, in either mode: the event store, the task store, the instance registry (heartbeats), the bus',
-    paths: ['events/', 'tasks\\.ts$', 'cluster/registry\\.ts$', 'cluster/bus\\.ts$'],
+    paths: ['events/', 'tasks\\.ts$', 'cluster/(registry|bus|directory|legacy)\\.ts$'],
   },
   {
     name: 'redis-modes',

@@ -10,7 +10,8 @@ import { afterEach, expect, it } from 'vitest';
 import { startSharedPair } from '../support/shared-pair.js';
 import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
 
-const BUS = /mcp-kit:bus:/;
+/** A session's bus channel: `mcp-kit:{<session id>}:bus`. */
+const BUS = /mcp-kit:\{[^}]*\}:bus/;
 
 /** What each test started, stopped in reverse order after it. */
 const started: Array<() => Promise<void>> = [];

@@ -8,6 +8,7 @@ import { InstanceRegistry } from './cluster/registry.js';
 import { Copies } from './cluster/shared.js';
 import type { ClusterContext, ClusterStrategy, RecordChange } from './cluster/strategy.js';
 import { checkEvictionPolicy } from './eviction.js';
+import type { OwnerFence, StoreLink } from './fence.js';
 import { Keyspace } from './keyspace.js';
 import { clusterMode, type ClusterMode } from './mode.js';
 
@@ -87,7 +88,7 @@ export interface RedisSessionClusterOptions {
  * If the instance key was missing at a heartbeat (Redis restarted, or this instance was cut off
  * past its TTL), every record it holds is checked and written again, so service recovers by itself.
  */
-export class RedisSessionCluster implements SessionCluster {
+export class RedisSessionCluster implements SessionCluster, StoreLink {
   readonly instanceId: string;
   /** `''` in a shared cluster. */
   readonly internalUrl: string;
@@ -103,6 +104,9 @@ export class RedisSessionCluster implements SessionCluster {
   private readonly mode: ClusterStrategy;
   private lostListener: ((sessionId: string) => void) | undefined;
   private closed = false;
+  /** A `RedisEventStore` was given this cluster (see {@link StoreLink}); warned once otherwise. */
+  private storeLinked = false;
+  private warnedUnlinked = false;
 
   constructor(options: RedisSessionClusterOptions & { /** @internal */ ownsClient?: boolean }) {
     if (!options.client && !options.url)
@@ -136,7 +140,24 @@ export class RedisSessionCluster implements SessionCluster {
       maxBufferedBytes: options.maxBufferedBytes,
     };
     this.mode = this.shared ? new Copies(context) : new Owners(context, forwarding, ownerTtlMs);
+    this.fence = this.shared ? undefined : { instanceId: this.instanceId, dataLost: () => this.registry.dataLostSinceRecords() };
     this.registry.start(this.mode);
+  }
+
+  /**
+   * Forwarding: what fences the writes of a `RedisEventStore` given this cluster (its `cluster`
+   * option; `createRedisScaleOut` does it), see fence.ts; `undefined` in a shared cluster.
+   */
+  readonly fence: OwnerFence | undefined;
+
+  /** The instance named as the writer of each stream its event store makes. */
+  get writerId(): string {
+    return this.instanceId;
+  }
+
+  /** Called by each `RedisEventStore` given this cluster. */
+  linkStore(): void {
+    this.storeLinked = true;
   }
 
   /** Resolves once Redis answers, this instance's first heartbeat is written and Redis' eviction policy is checked. */
@@ -147,6 +168,17 @@ export class RedisSessionCluster implements SessionCluster {
   }
 
   claim(sessionId: string, principal: string | undefined): Promise<void> {
+    if (!this.storeLinked && !this.warnedUnlinked) {
+      this.warnedUnlinked = true;
+      process.emitWarning(
+        `RedisSessionCluster (${this.shared ? 'shared' : 'forwarding'}): no RedisEventStore was given this cluster (\`new RedisEventStore({ cluster })\`, ` +
+          'or use createRedisScaleOut). ' +
+          (this.shared
+            ? 'Its streams name no writer, so a resume on another instance cannot tell that the instance running a call is gone.'
+            : 'Its writes are not fenced: an instance that was away past its heartbeat window goes on storing events in a session a peer took over.'),
+        { code: 'MCP_KIT_UNLINKED_EVENT_STORE' },
+      );
+    }
     return this.mode.claim(sessionId, principal);
   }
 
@@ -168,7 +200,7 @@ export class RedisSessionCluster implements SessionCluster {
   async keepRecords(sessionIds: string[], ttlMs: number): Promise<void> {
     this.mode.kept(sessionIds, ttlMs);
     const pipeline = this.client.pipeline();
-    for (const id of sessionIds) pipeline.pexpire(this.keys.record(id), ttlMs);
+    for (const id of sessionIds) pipeline.pexpire(this.keys.session(id), ttlMs);
     const results = await pipeline.exec();
     for (const [error] of results ?? []) if (error) throw error;
   }
@@ -245,11 +277,6 @@ export class RedisSessionCluster implements SessionCluster {
   /** Whether an instance has beaten within its TTL (a task whose owner is gone fails); cached for half a heartbeat. */
   instanceAlive(instanceId: string): Promise<boolean> {
     return this.registry.instanceAlive(instanceId);
-  }
-
-  /** @internal The generation this instance's owner records were last all written in, `''` before its first beat: the event store's fence passes it (see fence.ts). */
-  get fenceGeneration(): string {
-    return this.registry.fenceGeneration;
   }
 
   /** Stops the heartbeat and gives up this instance's sessions at once (other instances answer 404). */

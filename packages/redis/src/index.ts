@@ -11,3 +11,4 @@ export { createRedisClient, whenReady } from './client.js';
 export type { RedisClientOptions, RedisSentinelTarget } from './client.js';
 export { HttpForwarder } from './forward.js';
 export type { ForwarderOptions } from './forward.js';
+export type { OwnerFence, StoreLink } from './fence.js';

@@ -3,6 +3,7 @@ import type { TaskChange, TaskRecord, TaskSignalListener, TaskStore } from '@mcp
 import { positiveInt } from '@mcp-kit/core/internal';
 import { createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
 import { checkEvictionPolicy } from './eviction.js';
+import { Keyspace } from './keyspace.js';
 
 export interface RedisTaskStoreOptions {
   /** Redis to connect to. Give this or `client`. */
@@ -104,6 +105,7 @@ return {status or '', answers}`,
 export class RedisTaskStore implements TaskStore {
   readonly client: Redis;
   readonly keyPrefix: string;
+  private readonly keys: Keyspace;
   private readonly maxTtlMs: number;
   private readonly checkEveryMs: number;
   private readonly ownsClient: boolean;
@@ -124,6 +126,7 @@ export class RedisTaskStore implements TaskStore {
       createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit-tasks' });
     this.ownsClient = options.ownsClient ?? !options.client;
     this.keyPrefix = options.keyPrefix ?? 'mcp-kit:';
+    this.keys = new Keyspace(this.keyPrefix);
     this.maxTtlMs = positiveInt(options.maxTtlMs ?? 7 * 24 * 60 * 60_000, 'maxTtlMs', 'RedisTaskStore');
     this.checkEveryMs = positiveInt(options.checkEveryMs ?? 2_000, 'checkEveryMs', 'RedisTaskStore');
   }
@@ -270,23 +273,23 @@ export class RedisTaskStore implements TaskStore {
   }
 
   private taskKey(taskId: string): string {
-    return `${this.keyPrefix}task:${taskId}`;
+    return this.keys.task(taskId);
   }
 
   private inputKey(taskId: string): string {
-    return `${this.keyPrefix}task:${taskId}:input`;
+    return this.keys.taskInput(taskId);
   }
 
   private answersKey(taskId: string): string {
-    return `${this.keyPrefix}task:${taskId}:answers`;
+    return this.keys.taskAnswers(taskId);
   }
 
   private changesChannel(): string {
-    return `${this.keyPrefix}task-changes`;
+    return this.keys.taskChanges();
   }
 
   private channelPrefix(): string {
-    return `${this.keyPrefix}tasks:`;
+    return this.keys.taskSignals('');
   }
 }
 

@@ -1,28 +1,22 @@
 import type { ClusterMessage, CoreResponder, ForwardedRequest, RestoreRecord, SessionOwner, TakeOver } from '@mcp-kit/core';
 import { HttpForwarder, type ForwarderOptions } from '../forward.js';
-import { RECLAIM, RELEASE, RELEASE_OWNED, SAVE_RECORD, TAKE_OVER } from './owner-scripts.js';
+import { refusalOf, ScriptRefusal } from '../script-errors.js';
+import { CLAIM, RECLAIM, RELEASE, RELEASE_OWNED, SAVE_RECORD, TAKE_OVER } from './owner-scripts.js';
+import { encodeRecord, parseRecord, sessionFields } from './directory.js';
 import type { Beat } from './registry.js';
 import { remember, type ClusterContext, type ClusterStrategy } from './strategy.js';
 
-interface OwnerRecord {
-  /** instance id */
-  i: string;
-  /** internal URL */
-  u: string;
-  /** principal */
-  p: string | null;
-}
-
 /**
  * The forwarding mode (`internalUrl`): each session has an owner, the instance that answered its
- * `initialize` or took it over, named by its owner record (`<prefix>owner:<id>`); the others
- * forward its requests there over HTTP. What this instance holds: the owner records it wrote
- * (written back at a beat after Redis lost them, checked after a pause), the sessions a peer took
- * over while it was away, and the releases Redis has not taken yet.
+ * `initialize` or took it over, named in the session's hash (`o`, `u`, `e`); the others forward
+ * its requests there over HTTP. What this instance holds: the sessions it owns (checked after it
+ * was away, written back after Redis lost them), the sessions a peer took over while it was away,
+ * and the releases Redis has not taken yet.
  */
 export class Owners implements ClusterStrategy {
   readonly shared = false;
-  private readonly owned = new Map<string, { record: string; refreshedAt: number }>();
+  /** The sessions this instance owns, with the time it took each over (`''`: it created it) and its principal (`''` none). */
+  private readonly owned = new Map<string, { epoch: string; principal: string }>();
   /** Sessions taken over by another instance while this one was away, until the engine lets them go. */
   private readonly lostHere = new Set<string>();
   /** Sessions their clients deleted here whose release Redis has not taken yet (the engine tries again, and `close` once more). */
@@ -44,15 +38,13 @@ export class Owners implements ClusterStrategy {
 
   async claim(sessionId: string, principal: string | undefined): Promise<void> {
     const { client, keys, registry } = this.ctx;
-    const record = JSON.stringify({ i: registry.instanceId, u: registry.internalUrl, p: principal ?? null } satisfies OwnerRecord);
-    const results = await client
-      .pipeline()
-      .set(...registry.instanceKeyArgs())
-      .set(keys.owner(sessionId), record, 'PX', this.ownerTtlMs)
-      .exec();
-    for (const [error] of results ?? []) if (error) throw error;
-    const lost = results?.[0]?.[1] === null && this.owned.size > 0;
-    this.owned.set(sessionId, { record, refreshedAt: Date.now() });
+    // Two slots: the instance's key (whose loss says Redis may have lost this instance's sessions) and the session's.
+    const [previous] = await Promise.all([
+      client.set(...registry.instanceKeyArgs()),
+      CLAIM.run(client, [keys.session(sessionId), registry.instanceId, registry.internalUrl, principal ?? '', this.ownerTtlMs]),
+    ]);
+    const lost = previous === null && this.owned.size > 0;
+    this.owned.set(sessionId, { epoch: '', principal: principal ?? '' });
     if (lost) registry.keyLost();
   }
 
@@ -65,33 +57,16 @@ export class Owners implements ClusterStrategy {
     // Out of `owned` at once, so no beat writes its owner record back, but still this instance's to release.
     if (this.owned.delete(sessionId)) remember(this.releasing, sessionId);
     else if (!this.releasing.has(sessionId)) return !this.lostHere.delete(sessionId);
-    const { client, keys, registry } = this.ctx;
     const released =
-      (await RELEASE.run(client, [
-        keys.owner(sessionId),
-        keys.record(sessionId),
-        keys.generation(),
-        registry.instanceId,
-        registry.fenceGeneration,
-      ])) === 1;
+      (await this.fenced((force) => RELEASE.run(this.ctx.client, [this.ctx.keys.session(sessionId), this.me, '0', force]))) === 1;
     this.releasing.delete(sessionId);
     return released;
   }
 
   async saveRecord(sessionId: string, record: RestoreRecord, ttlMs: number): Promise<void> {
-    const { client, keys, registry } = this.ctx;
-    const owned = this.owned.get(sessionId);
-    const principal = owned ? (JSON.parse(owned.record) as OwnerRecord).p : null;
-    const saved = JSON.stringify({ p: principal, r: record });
-    await SAVE_RECORD.run(client, [
-      keys.owner(sessionId),
-      keys.record(sessionId),
-      keys.generation(),
-      registry.instanceId,
-      saved,
-      ttlMs,
-      registry.fenceGeneration,
-    ]);
+    const { client, keys } = this.ctx;
+    const saved = encodeRecord(record);
+    await this.fenced((force) => SAVE_RECORD.run(client, [keys.session(sessionId), this.me, saved, ttlMs, force]));
   }
 
   kept(): void {}
@@ -107,32 +82,33 @@ export class Owners implements ClusterStrategy {
     // would make a second owner. A 503 its client retries, never a 404.
     if (await registry.dataJustLost())
       throw new Error('Redis lost its data moments ago: the session may live on an instance that has not written its records back yet');
-    const reply = (await TAKE_OVER.run(client, [
-      keys.owner(sessionId),
-      keys.record(sessionId),
-      registry.instanceId,
-      registry.internalUrl,
-      principal ?? '',
-      keys.instance(''),
-      this.ownerTtlMs,
-    ])) as [number, string?, string?];
-    if (reply[0] === 0) return undefined;
-    if (reply[0] === 1) return { forbidden: true };
-    if (reply[0] === 3) {
-      const owner = JSON.parse(reply[1]!) as OwnerRecord;
-      return { owner: { instanceId: owner.i, self: false, principal: owner.p ?? undefined, address: owner.u } };
+    // Read, then taken compare-and-set with every stream it registered named (one slot): a few tries if its owner changes meanwhile.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const session = sessionFields(await client.hgetall(keys.session(sessionId)));
+      if (session.owner === undefined && session.record === undefined) return undefined;
+      if ((session.principal ?? '') !== (principal ?? '')) return { forbidden: true };
+      if (session.owner === this.me) {
+        if (session.record === undefined) return undefined;
+        this.owned.set(sessionId, { epoch: session.epoch ?? '', principal: session.principal ?? '' });
+        return { record: parseRecord(session.record), principal: session.principal };
+      }
+      if (session.owner !== undefined && (await registry.isAlive(session.owner)))
+        return { owner: { instanceId: session.owner, self: false, principal: session.principal, address: session.url } };
+      if (session.record === undefined) return undefined;
+      const streams = session.streams.map((id) => keys.stream(sessionId, id));
+      const args = [keys.session(sessionId), ...streams, this.me, registry.internalUrl, session.owner ?? ''];
+      const epoch = await TAKE_OVER.run(client, args, 1 + streams.length);
+      if (epoch === 0) continue;
+      this.owned.set(sessionId, { epoch: String(epoch), principal: session.principal ?? '' });
+      return { record: parseRecord(session.record), principal: session.principal };
     }
-    const saved = JSON.parse(reply[1]!) as { p: string | null; r: RestoreRecord };
-    const record = reply[2] ?? JSON.stringify({ i: registry.instanceId, u: registry.internalUrl, p: saved.p } satisfies OwnerRecord);
-    this.owned.set(sessionId, { record, refreshedAt: Date.now() });
-    return { record: saved.r, principal: saved.p ?? undefined };
+    throw new Error(`the owner of session ${sessionId} kept changing while this instance took it over`);
   }
 
   /** Lets go of a session (draining): its owner record goes, its restore record stays for the next instance. */
   async handOff(sessionId: string): Promise<void> {
     if (!this.owned.delete(sessionId)) return;
-    const { client, keys, registry } = this.ctx;
-    await RELEASE.run(client, [keys.owner(sessionId), '', keys.generation(), registry.instanceId, registry.fenceGeneration]);
+    await RELEASE.run(this.ctx.client, [this.ctx.keys.session(sessionId), this.me, '1', '0']);
   }
 
   /**
@@ -149,22 +125,12 @@ export class Owners implements ClusterStrategy {
 
   async lookupOwner(sessionId: string): Promise<SessionOwner | undefined> {
     const { client, keys, registry } = this.ctx;
-    const raw = await client.get(keys.owner(sessionId));
-    if (raw === null) return undefined;
-    let record: OwnerRecord;
-    try {
-      record = JSON.parse(raw) as OwnerRecord;
-    } catch {
-      return undefined;
-    }
-    const owner: SessionOwner = {
-      instanceId: record.i,
-      self: record.i === registry.instanceId,
-      principal: record.p ?? undefined,
-      address: record.u,
-    };
+    const [found, address, principal] = await client.hmget(keys.session(sessionId), 'o', 'u', 'p');
+    if (!found) return undefined;
+    const instanceId = found;
+    const owner: SessionOwner = { instanceId, self: instanceId === this.me, principal: principal ?? undefined, address: address ?? '' };
     if (owner.self) return owner;
-    return (await registry.isAlive(record.i)) ? owner : undefined;
+    return (await registry.isAlive(instanceId)) ? owner : undefined;
   }
 
   peers(): Promise<SessionOwner[]> {
@@ -188,21 +154,32 @@ export class Owners implements ClusterStrategy {
   }
 
   /**
-   * Writes back the owner records due (all of them after this instance's key was found gone, else
-   * those at half their TTL), compare-and-set, never blind: a session a peer took over stays the
-   * peer's, and this instance lets it go.
+   * After this instance's key was found gone (it was away, or Redis lost its data): each session it
+   * owns is checked, compare-and-set, never written blind. A session a peer took over stays the
+   * peer's, and this instance lets it go; one this instance takes back after a data loss is taken
+   * from the instance that wrote it back first, which learns it from its taken set.
    */
-  async beat({ all, dataLost, now }: Beat): Promise<void> {
+  async beat({ all, dataLost }: Beat): Promise<void> {
+    if (!all) return;
     const { client, keys, registry } = this.ctx;
-    const due = [...this.owned].filter(([, o]) => all || now - o.refreshedAt > this.ownerTtlMs / 2);
-    for (let i = 0; i < due.length; i += 1_000) {
-      // A session released since is not written back.
-      const batch = due.slice(i, i + 1_000).filter(([id]) => this.owned.has(id));
-      const args = batch.flatMap(([id, o]) => [id, o.record]);
-      const script = [registry.instanceId, this.ownerTtlMs, keys.owner(''), dataLost, keys.taken(''), ...args];
-      const lost = (await RECLAIM.run(client, script)) as string[];
-      for (const [, o] of batch) o.refreshedAt = now;
-      for (const id of lost) this.letGo(id);
+    const ids = [...this.owned.keys()];
+    for (let i = 0; i < ids.length; i += 1_000) {
+      // A session released since is not written back. One script per session: each touches its own slot.
+      const batch = ids.slice(i, i + 1_000).filter((id) => this.owned.has(id));
+      const replies = await Promise.all(
+        batch.map((id) => {
+          const { epoch, principal } = this.owned.get(id)!;
+          return RECLAIM.run(client, [keys.session(id), this.me, registry.internalUrl, epoch, dataLost, this.ownerTtlMs, principal]);
+        }),
+      );
+      for (const [j, id] of batch.entries()) {
+        const reply = replies[j];
+        if (reply === 0) this.letGo(id);
+        else if (Array.isArray(reply)) {
+          const taken = keys.taken(String(reply[1]));
+          await client.multi().sadd(taken, id).pexpire(taken, this.ownerTtlMs).exec();
+        }
+      }
     }
   }
 
@@ -217,7 +194,27 @@ export class Owners implements ClusterStrategy {
     const owned = [...this.owned.keys()];
     this.owned.clear();
     for (let i = 0; i < owned.length; i += 1_000)
-      await RELEASE_OWNED.run(client, [registry.instanceId, keys.owner(''), ...owned.slice(i, i + 1_000)]).catch(() => {});
+      await Promise.all(
+        owned.slice(i, i + 1_000).map((id) => RELEASE_OWNED.run(client, [keys.session(id), registry.instanceId]).catch(() => {})),
+      );
+  }
+
+  private get me(): string {
+    return this.ctx.registry.instanceId;
+  }
+
+  /**
+   * Runs a fenced script; when it finds no owner record, asks whether Redis lost its data since
+   * this instance's records were written, and if so runs it again with `force` (see fence.ts);
+   * if not, the session was ended or handed off on purpose: 0, not this instance's to write.
+   */
+  private async fenced(run: (force: '0' | '1') => Promise<unknown>): Promise<unknown> {
+    try {
+      return await run('0');
+    } catch (error) {
+      if (refusalOf(error)?.code !== ScriptRefusal.NoOwner) throw error;
+      return (await this.ctx.registry.dataLostSinceRecords()) ? run('1') : 0;
+    }
   }
 
   /** Another instance owns the session now: forget it here and tell the engine, which drops its copy. */

@@ -6,40 +6,44 @@ import { checkEvictionPolicy } from '../eviction.js';
 import { HopSigner, sharedHopSecret } from '../hop.js';
 import type { Keyspace } from '../keyspace.js';
 
-// KEYS: the instances' sorted set, this instance's taken set. ARGV: this instance's id, how long
+// KEYS: the instances' index, their URLs. ARGV: this instance's id, its internal URL, how long
 // after its last beat an instance counts as gone.
-// Scores are Redis' own clock, so instances with skewed clocks agree; the long gone are dropped.
-// Returns (and empties) the taken set: sessions a peer took back from this instance (see RECLAIM).
+// Scores are Redis' own clock, so instances with skewed clocks agree; the long gone are dropped,
+// with their URLs. Both keys share one hash tag: written once per beat per instance, never hot.
 const BEAT_INDEX = new LuaScript(
   `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[3])
 redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 10 * tonumber(ARGV[2]))
-redis.call('PEXPIRE', KEYS[1], 10 * tonumber(ARGV[2]))
-local taken = redis.call('SMEMBERS', KEYS[2])
-if #taken > 0 then redis.call('DEL', KEYS[2]) end
-return taken`,
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - 10 * window)
+if #gone > 0 then
+  redis.call('ZREM', KEYS[1], unpack(gone))
+  redis.call('HDEL', KEYS[2], unpack(gone))
+end
+redis.call('PEXPIRE', KEYS[1], 10 * window)
+redis.call('PEXPIRE', KEYS[2], 10 * window)
+return 1`,
   2,
 );
 
-// KEYS: the instances' sorted set. ARGV: me, the window, the instance key prefix.
+// KEYS: the instances' index, their URLs. ARGV: me, the window.
 // The live instances but me, with their internal URLs: {id, url, id, url...}, in one round trip.
 const PEERS = new LuaScript(
   `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], now - tonumber(ARGV[2]), '+inf')
 local out = {}
+if #ids == 0 then return out end
+local urls = redis.call('HMGET', KEYS[2], unpack(ids))
 for i = 1, #ids do
-  if ids[i] ~= ARGV[1] then
-    local url = redis.call('GET', ARGV[3] .. ids[i])
-    if url then
-      out[#out + 1] = ids[i]
-      out[#out + 1] = url
-    end
+  if ids[i] ~= ARGV[1] and urls[i] then
+    out[#out + 1] = ids[i]
+    out[#out + 1] = urls[i]
   end
 end
 return out`,
-  1,
+  2,
 );
 
 // KEYS: the generation key. ARGV: a new generation. Returns the generation, made with ARGV[1] if
@@ -174,12 +178,17 @@ export class InstanceRegistry {
     const previous = await this.client.set(this.keys.instance(this.instanceId), this.internalUrl, 'PX', this.heartbeatMs * 3, 'GET');
     // Once per client (cached), also for an app that never calls ready(): a warning if Redis may evict.
     void checkEvictionPolicy(this.client);
-    const taken = (await BEAT_INDEX.run(this.client, [
-      this.keys.instances(),
-      this.keys.taken(this.instanceId),
-      this.instanceId,
-      this.ownerTimeoutMs,
-    ])) as string[];
+    // Sessions a peer took back from this instance after Redis lost its data (see the forwarding mode's RECLAIM).
+    const [, taken] = await Promise.all([
+      BEAT_INDEX.run(this.client, [
+        this.keys.instances(),
+        this.keys.instanceUrls(),
+        this.instanceId,
+        this.internalUrl,
+        this.ownerTimeoutMs,
+      ]),
+      this.client.spop(this.keys.taken(this.instanceId), 10_000),
+    ]);
     hooks.taken(taken);
     const now = Date.now();
     // Our key was gone, so our records may be too (Redis restarted): write them all again, at this
@@ -209,11 +218,6 @@ export class InstanceRegistry {
   /** The command that writes this instance's key, returning what it held (`null`: it was gone). */
   instanceKeyArgs(): [string, string, 'PX', number, 'GET'] {
     return [this.keys.instance(this.instanceId), this.internalUrl, 'PX', this.heartbeatMs * 3, 'GET'];
-  }
-
-  /** The generation this instance's records were last all written in, `''` before its first beat: the fence's (see fence.ts). */
-  get fenceGeneration(): string {
-    return this.recordsGeneration ?? '';
   }
 
   /** Two beats went by without one going through. */
@@ -290,9 +294,9 @@ export class InstanceRegistry {
     if (this.peersCache && now - this.peersCache.at < this.heartbeatMs / 2) return this.peersCache.peers;
     const flat = (await PEERS.run(this.client, [
       this.keys.instances(),
+      this.keys.instanceUrls(),
       this.instanceId,
       this.ownerTimeoutMs,
-      this.keys.instance(''),
     ])) as string[];
     const peers: SessionOwner[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2)
@@ -321,6 +325,16 @@ export class InstanceRegistry {
   async leave(): Promise<void> {
     await this.client.del(this.keys.instance(this.instanceId)).catch(() => {});
     await this.client.zrem(this.keys.instances(), this.instanceId).catch(() => {});
+    await this.client.hdel(this.keys.instanceUrls(), this.instanceId).catch(() => {});
+  }
+
+  /**
+   * Whether Redis lost its data since this instance's records were last all written (the
+   * generation key is gone or another): a record missing now is then only not written back yet.
+   */
+  async dataLostSinceRecords(): Promise<boolean> {
+    const current = await this.client.get(this.keys.generation());
+    return this.recordsGeneration === undefined || current !== this.recordsGeneration;
   }
 
   get isClosed(): boolean {

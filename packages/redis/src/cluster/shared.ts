@@ -1,7 +1,8 @@
 import type { ClusterMessage, RestoreRecord, SessionOwner, TakeOver } from '@mcp-kit/core';
 import { duplicateClient } from '../client.js';
 import { BUS_MAX_ENTRIES, BUS_RETENTION_MS, SharedBus } from './bus.js';
-import { END_SHARED, SAVE_SHARED, UPDATE_SHARED } from './copy-scripts.js';
+import { END_SHARED, SAVE_SHARED, UPDATE_SHARED, WRITE_BACK } from './copy-scripts.js';
+import { encodeRecord, parseRecord } from './directory.js';
 import type { Beat } from './registry.js';
 import { remember, type ClusterContext, type ClusterStrategy, type RecordChange } from './strategy.js';
 
@@ -25,18 +26,19 @@ export function applyChange(record: RestoreRecord, change: RecordChange): void {
 
 /**
  * The shared mode (`mode: 'shared'`, serverless): no instance owns a session; any instance serves
- * any request with its own copy, restored from the record (`<prefix>restore:<id>`), which is the
- * session. What this instance holds: the principals of sessions created here until their record is
- * saved, the records of the copies it holds (written back if Redis loses its data: nobody owns
- * them, so nobody else would), the bus, and whether it may have missed a message since it last
- * checked its copies (a dropped subscriber connection, a freeze).
+ * any request with its own copy, restored from the record (`r` of the session's hash), which is
+ * the session. What this instance holds: the principals of sessions created here until their
+ * record is saved, the records of the copies it holds (written back if Redis loses its data:
+ * nobody owns them, so nobody else would), the bus, which follows each session held here, and
+ * whether it may have missed a message since it last checked its copies (a dropped subscriber
+ * connection, a freeze).
  */
 export class Copies implements ClusterStrategy {
   readonly shared = true;
   /** The principals of sessions created here whose record is not saved yet. */
   private readonly created = new Map<string, string | null>();
-  /** The records of the sessions this instance holds a copy of, as saved, and their TTL. */
-  private readonly held = new Map<string, { saved: string; ttlMs: number }>();
+  /** The records of the sessions this instance holds a copy of, as saved (and their principal, `''` none), and their TTL. */
+  private readonly held = new Map<string, { record: string; principal: string; ttlMs: number }>();
   /** Sessions their clients deleted here whose end Redis has not taken yet. */
   private readonly releasing = new Set<string>();
   /** What instances send each other, kept in Redis until read (see {@link SharedBus}). */
@@ -53,7 +55,7 @@ export class Copies implements ClusterStrategy {
   constructor(private readonly ctx: ClusterContext) {
     this.bus = new SharedBus({
       client: ctx.client,
-      prefix: ctx.keys.prefix,
+      keys: ctx.keys,
       instanceId: ctx.registry.instanceId,
       pingTimeoutMs: Math.max(ctx.registry.heartbeatMs * 2, 1_000),
       onGap: () => (this.busGap = true),
@@ -69,15 +71,13 @@ export class Copies implements ClusterStrategy {
   /** The client's DELETE (the only release in a shared cluster): the session ends everywhere. */
   async release(sessionId: string): Promise<boolean> {
     const { client, keys } = this.ctx;
-    this.created.delete(sessionId);
-    this.held.delete(sessionId);
+    this.forget(sessionId);
     remember(this.releasing, sessionId);
-    const ended = this.bus.envelope({ kind: 'ended', sessionId });
+    const ended = this.bus.envelope('*', { kind: 'ended', sessionId });
     await END_SHARED.run(client, [
-      keys.record(sessionId),
-      keys.owner(sessionId),
-      this.bus.inboxKey('*'),
-      this.bus.channel('*'),
+      keys.session(sessionId),
+      keys.inbox(sessionId),
+      keys.busChannel(sessionId),
       ended,
       BUS_RETENTION_MS,
       BUS_MAX_ENTRIES,
@@ -90,11 +90,20 @@ export class Copies implements ClusterStrategy {
     const mine = this.created.has(sessionId);
     // Several copies may change the record at once: each applies its own change to it in Redis.
     if (change && !mine) return this.update(sessionId, change, ttlMs);
-    const principal = this.created.get(sessionId) ?? '';
+    const encoded = encodeRecord(record);
     const { client, keys } = this.ctx;
-    const saved = await SAVE_SHARED.run(client, [keys.record(sessionId), JSON.stringify(record), principal, ttlMs, mine ? '1' : '0']);
+    const principal = await SAVE_SHARED.run(client, [
+      keys.session(sessionId),
+      encoded,
+      this.created.get(sessionId) ?? '',
+      ttlMs,
+      mine ? '1' : '0',
+    ]);
     this.created.delete(sessionId);
-    if (typeof saved === 'string') this.held.set(sessionId, { saved, ttlMs });
+    if (typeof principal !== 'string') return;
+    this.held.set(sessionId, { record: encoded, principal, ttlMs });
+    // Made here: everything its inbox will hold is for this copy too.
+    this.bus.follow(sessionId, '0-0');
   }
 
   /**
@@ -104,16 +113,17 @@ export class Copies implements ClusterStrategy {
    */
   private async update(sessionId: string, change: RecordChange, ttlMs: number): Promise<void> {
     const { client, keys } = this.ctx;
-    const key = keys.record(sessionId);
-    let current: unknown = this.held.get(sessionId)?.saved ?? (await client.get(key));
+    const key = keys.session(sessionId);
+    const held = this.held.get(sessionId);
+    let current: unknown = held?.record ?? (await client.hget(key, 'r'));
     for (let attempt = 0; attempt < 50; attempt++) {
       if (typeof current !== 'string') return;
-      const saved = JSON.parse(current) as { p: string | null; r: RestoreRecord };
-      applyChange(saved.r, change);
-      const next = JSON.stringify(saved);
+      const record = parseRecord(current);
+      applyChange(record, change);
+      const next = encodeRecord(record);
       const reply = await UPDATE_SHARED.run(client, [key, current, next, ttlMs]);
       if (reply === 1) {
-        this.held.set(sessionId, { saved: next, ttlMs });
+        this.held.set(sessionId, { record: next, principal: held?.principal ?? '', ttlMs });
         return;
       }
       current = reply;
@@ -128,25 +138,38 @@ export class Copies implements ClusterStrategy {
     }
   }
 
-  /** The record of a session, for a copy of it here; nothing is taken from anyone. */
+  /**
+   * The record of a session, for a copy of it here; nothing is taken from anyone. Its inbox' last
+   * message is read first, in the same round trip: what is posted from then on reaches this copy.
+   */
   async takeOver(sessionId: string, principal: string | undefined): Promise<TakeOver | undefined> {
     const { client, keys, registry } = this.ctx;
-    const raw = await client.get(keys.record(sessionId));
-    if (raw === null) {
+    const replies =
+      (await client.pipeline().xrevrange(keys.inbox(sessionId), '+', '-', 'COUNT', 1).hmget(keys.session(sessionId), 'r', 'p').exec()) ??
+      [];
+    for (const [error] of replies) if (error) throw error;
+    const last = replies[0]![1] as Array<[string, string[]]>;
+    const [record, saved] = replies[1]![1] as [string | null, string | null];
+    if (record === null) {
       if (await registry.dataJustLost())
         throw new Error('Redis lost its data moments ago: the session may live on an instance that has not written its records back yet');
       return undefined;
     }
-    const saved = JSON.parse(raw) as { p: string | null; r: RestoreRecord };
-    if ((saved.p ?? undefined) !== principal) return { forbidden: true };
-    this.held.set(sessionId, { saved: raw, ttlMs: this.held.get(sessionId)?.ttlMs ?? 30 * 60_000 });
-    return { record: saved.r, principal: saved.p ?? undefined };
+    if ((saved ?? '') !== (principal ?? '')) return { forbidden: true };
+    this.held.set(sessionId, { record, principal: saved ?? '', ttlMs: this.held.get(sessionId)?.ttlMs ?? 30 * 60_000 });
+    this.bus.follow(sessionId, last[0]?.[0] ?? '0-0');
+    return { record: parseRecord(record), principal: saved ?? undefined };
   }
 
   /** A copy ended here (idle, draining, or never recorded: its initialize was refused); the session and its record live on. */
   async handOff(sessionId: string): Promise<void> {
+    this.forget(sessionId);
+  }
+
+  private forget(sessionId: string): void {
     this.created.delete(sessionId);
     this.held.delete(sessionId);
+    this.bus.unfollow(sessionId);
   }
 
   /**
@@ -269,12 +292,15 @@ export class Copies implements ClusterStrategy {
     for (let i = 0; i < ids.length; i += 1_000) {
       const batch = ids.slice(i, i + 1_000);
       const pipeline = client.pipeline();
-      for (const id of batch) pipeline.exists(keys.record(id));
+      for (const id of batch) pipeline.hexists(keys.session(id), 'r');
       const replies = (await pipeline.exec()) ?? [];
       for (const [j, id] of batch.entries()) {
         const [error, exists] = replies[j] ?? [new Error('no reply')];
         if (error) throw error;
-        if (exists === 0 && this.held.delete(id)) this.ctx.lost(id);
+        if (exists === 0 && this.held.has(id)) {
+          this.forget(id);
+          this.ctx.lost(id);
+        }
       }
     }
   }
@@ -282,10 +308,11 @@ export class Copies implements ClusterStrategy {
   private async rewriteRecords(): Promise<void> {
     const { client, keys } = this.ctx;
     const held = [...this.held];
-    for (let i = 0; i < held.length; i += 1_000) {
-      const pipeline = client.pipeline();
-      for (const [id, { saved, ttlMs }] of held.slice(i, i + 1_000)) pipeline.set(keys.record(id), saved, 'PX', ttlMs, 'NX');
-      await pipeline.exec();
-    }
+    for (let i = 0; i < held.length; i += 1_000)
+      await Promise.all(
+        held
+          .slice(i, i + 1_000)
+          .map(([id, { record, principal, ttlMs }]) => WRITE_BACK.run(client, [keys.session(id), record, principal, ttlMs])),
+      );
   }
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import {
   StreamTakenOver,
@@ -10,11 +11,17 @@ import {
   type UnfinishedStream,
 } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
-import { createRedisClient, LuaScript, whenReady } from '../client.js';
+import { createRedisClient, whenReady } from '../client.js';
 import { checkEvictionPolicy } from '../eviction.js';
-import { MINE_LUA, NOT_MINE, type OwnerFence } from '../fence.js';
-import { LiveStreams } from './live-streams.js';
+import type { OwnerFence, StoreLink } from '../fence.js';
+import { Keyspace } from '../keyspace.js';
+import { refusalOf, ScriptRefusal } from '../script-errors.js';
+import { APPEND, CLOSE, CREATE, DELETE, REPLAY, WRITER } from './scripts.js';
+import { StreamGap } from './stream-gap.js';
 import { LiveTails } from './tails.js';
+import { StreamWriters, type WriteBatch } from './writers.js';
+
+export { StreamGap } from './stream-gap.js';
 
 export interface RedisEventStoreOptions {
   /** Redis to connect to, e.g. `redis://localhost:6379`. Give this or `client`. */
@@ -30,8 +37,9 @@ export interface RedisEventStoreOptions {
   /** Frames kept per stream (XADD MAXLEN, exact); older cursors get `evicted`. Default `10_000`. */
   maxEventsPerStream?: number;
   /**
-   * A stream's key (and its session's index) expires this long after its last event (PEXPIRE on
-   * every append). A cursor into an expired stream is `unknown`. Default `15 * 60_000`.
+   * A stream's key expires at least this long after its last event (and at most a third longer:
+   * its TTL is refreshed every third of it while this instance writes it, not at every event).
+   * A cursor into an expired stream is `unknown`. Default `15 * 60_000`.
    */
   streamTtlMs?: number;
   /** Command timeout of the client created from `url`, in ms. Default `2_000`. */
@@ -41,194 +49,27 @@ export interface RedisEventStoreOptions {
    * their clients resume elsewhere). Default `2_000`.
    */
   reconnectGraceMs?: number;
-}
-
-// KEYS: stream, session index, the session's owner record and the generation key ('' = no fence).
-// ARGV: streamId, ttl, maxlen, request ids as JSON ('' for none), the writing instance ('' = not
-// recorded), this instance's id and the generation its records were written in (for the fence).
-// The `0-1` entry stands for seq 0, so `<token>.0` is a valid cursor before any event; in a shared
-// cluster it names the instance that writes the stream. The request ids (`<stream>:req`) let
-// another instance answer a call whose instance died (see unfinished and writer). With a fence, an
-// instance whose session it is not (see fence.ts) opens no stream in it (issue 27, item 10).
-const CREATE = new LuaScript(
-  `${MINE_LUA}if KEYS[3] ~= '' and not mine(KEYS[3], KEYS[4], ARGV[6], ARGV[7]) then return redis.error_reply('ERR ${NOT_MINE}') end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  if ARGV[5] ~= '' then
-    redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-1', 'c', '1', 'w', ARGV[5])
-  else
-    redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-1', 'c', '1')
-  end
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-if ARGV[4] ~= '' then redis.call('SET', KEYS[1] .. ':req', ARGV[4], 'PX', ARGV[2]) end
-redis.call('SADD', KEYS[2], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-return 1`,
-  4,
-);
-
-/** Refusals no retry can change: the session is not this instance's (the fence), or another instance answered the stream. */
-const TAKEN_OVER = /another instance owns this session now|this stream is complete \(another instance answered it\)/;
-
-// KEYS: stream, session index, the session's owner record and the generation key ('' = no fence).
-// ARGV: entry id, frame, final, maxlen, ttl, streamId, seq, this instance's id, the generation its
-// records were written in, '1' to store a final frame past frames Redis lost (see appendFinalAfterLoss).
-// One round trip stores the frame, bounds the stream, and tells live tails on other instances.
-// A frame already stored (a retry whose first reply was lost) is not stored twice, and one whose
-// predecessor is missing (its write failed) is refused until that one is in: the owner retries
-// them in order, so a stream never has a hole (issue 20, item 3). Nothing goes after a final
-// frame: a stale owner cannot write past the error a new owner answered its lost call with. With a
-// fence, an instance whose session it is not (a peer took it over, or it was handed off or ended:
-// see fence.ts) stores nothing in it.
-const APPEND = new LuaScript(
-  `${MINE_LUA}if KEYS[3] ~= '' and not mine(KEYS[3], KEYS[4], ARGV[8], ARGV[9]) then return redis.error_reply('ERR ${NOT_MINE}') end
-local seq = tonumber(ARGV[7])
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-if #last > 0 then
-  local lastSeq = tonumber(string.match(last[1][1], '^(%d+)'))
-  if lastSeq >= seq then return 0 end
-  if last[1][2][4] == '1' then return redis.error_reply('ERR mcp-kit: this stream is complete (another instance answered it)') end
-  if lastSeq < seq - 1 and ARGV[10] ~= '1' then return redis.error_reply('ERR mcp-kit: frame ' .. (lastSeq + 1) .. ' of this stream is not stored yet') end
-end
-redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[4], ARGV[1], 'f', ARGV[2], 'e', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-redis.call('PEXPIRE', KEYS[1] .. ':req', ARGV[5])
-redis.call('SADD', KEYS[2], ARGV[6])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
-redis.call('PUBLISH', KEYS[1], ARGV[7] .. ' ' .. ARGV[3] .. ' ' .. ARGV[2])
-return 1`,
-  4,
-);
-
-// KEYS: stream, its retry key. ARGV: afterSeq, id of the first entry to return, ttl.
-// A client still polling a running stream keeps its keys alive (issue 20, item 2).
-// Returns {0} unknown, {1[, final frame]} evicted, or {2, lastSeq, complete, retry or -1, frames...}. A replay
-// that is not contiguous (a frame lost in a Redis restart) counts as evicted: never partial.
-const REPLAY = new LuaScript(
-  `local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-if #last == 0 then return {0} end
-local lastSeq = tonumber(string.match(last[1][1], '^(%d+)'))
-local fields = last[1][2]
-local complete = 0
-if fields[1] == 'f' and fields[4] == '1' then complete = 1 end
-local after = tonumber(ARGV[1])
-if after > lastSeq then return {0} end
-local gap = {1}
-if complete == 1 then gap = {1, fields[2]} end
-local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
-if tonumber(string.match(first[1][1], '^(%d+)')) > after + 1 then return gap end
-local retry = tonumber(redis.call('GET', KEYS[2]) or '-1')
-if complete == 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  redis.call('PEXPIRE', KEYS[1] .. ':req', ARGV[3])
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
-end
-local out = {2, lastSeq, complete, retry}
-local entries = redis.call('XRANGE', KEYS[1], ARGV[2], '+')
-for i = 1, #entries do
-  if tonumber(string.match(entries[i][1], '^(%d+)')) ~= after + i then return gap end
-  out[i + 4] = entries[i][2][2]
-end
-return out`,
-  2,
-);
-
-// KEYS: stream, its retry key, the session's owner record and the generation key ('' = no fence).
-// ARGV: afterSeq, retryMs, ttl, this instance's id, the generation its records were written in.
-// Keeps the close's retry for resumes on any instance, and tells the live tails to end; with a
-// fence, only while the session is this instance's (see fence.ts).
-const CLOSE = new LuaScript(
-  `${MINE_LUA}if KEYS[3] ~= '' and not mine(KEYS[3], KEYS[4], ARGV[4], ARGV[5]) then return redis.error_reply('ERR ${NOT_MINE}') end
-redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-redis.call('PUBLISH', KEYS[1], ARGV[1] .. ' c ' .. ARGV[2])
-return 1`,
-  4,
-);
-
-// KEYS: session index. ARGV: stream key prefix of the session.
-// Keys are built from the index: they share its hash tag, so this holds on Redis Cluster too.
-const DELETE = new LuaScript(
-  `local ids = redis.call('SMEMBERS', KEYS[1])
-for i = 1, #ids do
-  local key = ARGV[1] .. ids[i]
-  redis.call('DEL', key, key .. ':retry', key .. ':req')
-  redis.call('PUBLISH', key, '0 d')
-end
-redis.call('DEL', KEYS[1])
-return #ids`,
-  1,
-);
-
-// KEYS: session index. ARGV: stream key prefix of the session.
-// The session's streams whose final frame is not stored: {streamId, lastSeq, request ids JSON} each.
-const UNFINISHED = new LuaScript(
-  `local out = {}
-local ids = redis.call('SMEMBERS', KEYS[1])
-for i = 1, #ids do
-  local key = ARGV[1] .. ids[i]
-  local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
-  if #last > 0 then
-    local fields = last[1][2]
-    if not (fields[1] == 'f' and fields[4] == '1') then
-      out[#out + 1] = {ids[i], tonumber(string.match(last[1][1], '^(%d+)')), redis.call('GET', key .. ':req') or ''}
-    end
-  end
-end
-return out`,
-  1,
-);
-
-// KEYS: stream. Returns {0} unknown, or {1, writer ('' unknown), lastSeq, complete (0/1), request ids JSON ('' none)}.
-const WRITER = new LuaScript(
-  `local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-if #last == 0 then return {0} end
-local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
-local writer = ''
-if first[1][1] == '0-1' and first[1][2][3] == 'w' then writer = first[1][2][4] end
-local fields = last[1][2]
-local complete = 0
-if fields[1] == 'f' and fields[4] == '1' then complete = 1 end
-return {1, writer, tonumber(string.match(last[1][1], '^(%d+)')), complete, redis.call('GET', KEYS[1] .. ':req') or ''}`,
-  1,
-);
-
-/** A {@link StreamTakenOver} for a refusal no retry can change (see {@link TAKEN_OVER}); `undefined` for any other error. */
-function refusedForGood(error: unknown): StreamTakenOver | undefined {
-  return error instanceof Error && TAKEN_OVER.test(error.message) ? new StreamTakenOver(error.message) : undefined;
+  /**
+   * The `RedisSessionCluster` whose sessions this store writes (same Redis, same `keyPrefix`).
+   * `createRedisScaleOut` passes it; give it when you build the two yourself. In a forwarding
+   * cluster it brings the owner fence: an instance that was away past its heartbeat window stores
+   * nothing in a session a peer took over. In a shared one, each stream names the instance writing
+   * it, so a resume elsewhere answers its calls with an error once that instance stops beating.
+   * A cluster no store was given warns (`MCP_KIT_UNLINKED_EVENT_STORE`) at its first session.
+   */
+  cluster?: StoreLink;
 }
 
 /**
- * APPEND's refusal of a frame whose predecessor is not in the stream; `missingSeq` is the first
- * frame missing. Passing while that frame's own write is still on its way (appends are pipelined:
- * the next frame's first try may reach Redis before its predecessor's retry). For good once the
- * writer had `missingSeq` acknowledged: Redis lost it (a failover to a replica it had not reached
- * yet, replication being asynchronous), and every later frame of the stream is refused the same way.
- * The writer tells which; core knows this error by its name, as it knows `StreamTakenOver`.
- */
-export class StreamGap extends Error {
-  override readonly name = 'StreamGap';
-  constructor(
-    message: string,
-    readonly missingSeq: number,
-  ) {
-    super(message);
-  }
-}
-
-/** A {@link StreamGap} for APPEND's "frame N of this stream is not stored yet"; `undefined` for any other error. */
-function streamGap(error: unknown): StreamGap | undefined {
-  const missing = error instanceof Error ? /frame (\d+) of this stream is not stored yet/.exec(error.message) : null;
-  return missing ? new StreamGap((error as Error).message, Number(missing[1])) : undefined;
-}
-
-/**
- * An {@link EventStore} on Redis Streams, for several instances behind a load balancer: one stream
- * key per (session, stream), entry id `<seq>-0`, XADD with an exact MAXLEN and a TTL refreshed on
- * every append, XRANGE to replay. Appends are also published on the stream's channel, which
- * {@link subscribe} turns into an ordered, gapless live tail on any instance.
+ * An {@link EventStore} on Redis, for several instances behind a load balancer: one key per
+ * (session, stream), a Redis stream (entry id `<seq>-0`, `XADD` with an exact `MAXLEN`, `XRANGE` to
+ * replay) or, for a stream whose only frame was its final one, a string. Each append is one `XADD`
+ * and one `PUBLISH` on the stream's channel, which {@link subscribe} turns into an ordered,
+ * gapless live tail on any instance; TTLs are refreshed per interval, not per event.
  *
- * Keys: `<prefix>{<sessionId>}:<streamId>` (a stream) and `<prefix>{<sessionId>}` (the set of the
- * session's stream ids, for `deleteSession`). Event ids stay the engine's opaque
+ * Keys (see `keyspace.ts`): `<prefix>{<session>}:<stream>`, its `:retry`, and the streams'
+ * registrations in the session's hash `<prefix>{<session>}:s` (for `deleteSession`, `unfinished`,
+ * `writer`, and the `.0` cursor before a stream's first frame). Event ids stay the engine's opaque
  * `<token>.<seq>`; a stream is found only under the session that created it.
  */
 export class RedisEventStore implements EventStore {
@@ -236,44 +77,47 @@ export class RedisEventStore implements EventStore {
   readonly keyPrefix: string;
   readonly maxEventsPerStream: number;
   readonly streamTtlMs: number;
+  private readonly keys: Keyspace;
   private readonly ownsClient: boolean;
   private readonly tails: LiveTails;
   private closed = false;
-  /** Streams this instance still writes to, whose keys it keeps alive. */
-  private readonly live: LiveStreams;
-  /** With a forwarding cluster on the same Redis: writes check that the session is still this instance's. */
+  /** Streams this instance writes, one batch at a time each, whose keys it keeps alive. */
+  private readonly writers: StreamWriters;
+  /** With a forwarding cluster: writes check that the session is still this instance's. */
   private readonly fence: OwnerFence | undefined;
-  /** With a shared cluster: this instance's id, recorded as the writer of each stream it creates. */
-  private readonly writerId: string | undefined;
+  /** The instance recorded as the writer of each stream made here (`''` without a cluster). */
+  private readonly writerId: string;
 
-  constructor(
-    options: RedisEventStoreOptions & {
-      /** @internal */ ownsClient?: boolean;
-      /** @internal Set by `createRedisScaleOut`: the cluster's instance and owner records (issue 20, item 1; issue 27, item 10). */
-      fence?: OwnerFence;
-      /** @internal Set by `createRedisScaleOut` for a shared cluster: whose streams these are (see `writer`). */
-      writerId?: string;
-    } = {},
-  ) {
+  constructor(options: RedisEventStoreOptions & { /** @internal */ ownsClient?: boolean } = {}) {
     if (!options.client && !options.url)
       throw new TypeError('RedisEventStore: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
     const commandTimeoutMs = positiveInt(options.commandTimeoutMs ?? 2_000, 'commandTimeoutMs', 'RedisEventStore');
     this.client = options.client ?? createRedisClient(options.url as string, { commandTimeoutMs, connectionName: 'mcp-kit-events' });
     this.ownsClient = options.ownsClient ?? !options.client;
     this.keyPrefix = options.keyPrefix ?? 'mcp-kit:';
+    this.keys = new Keyspace(this.keyPrefix);
     this.maxEventsPerStream = positiveInt(options.maxEventsPerStream ?? 10_000, 'maxEventsPerStream', 'RedisEventStore');
     this.streamTtlMs = positiveInt(options.streamTtlMs ?? 15 * 60_000, 'streamTtlMs', 'RedisEventStore');
     const reconnectGraceMs = positiveInt(options.reconnectGraceMs ?? 2_000, 'reconnectGraceMs', 'RedisEventStore');
-    this.live = new LiveStreams(this.client, this.streamTtlMs);
+    const refreshMs = Math.max(Math.floor(this.streamTtlMs / 3), 10);
+    const link = options.cluster;
+    link?.linkStore();
+    this.fence = link?.fence;
+    this.writerId = link?.writerId ?? '';
+    this.writers = new StreamWriters(
+      this.client,
+      this.streamTtlMs + refreshMs,
+      refreshMs,
+      randomBytes(6).toString('base64url'),
+      this.writeBatch,
+    );
     this.tails = new LiveTails(
       this.client,
       (sessionId, streamId, afterSeq) => this.replayAfter(sessionId, streamId, afterSeq),
-      (key) => this.streamKey(key),
+      (key) => this.keys.stream(key.sessionId, key.streamId),
       reconnectGraceMs,
       commandTimeoutMs,
     );
-    this.fence = options.fence;
-    this.writerId = options.writerId;
   }
 
   /**
@@ -288,33 +132,118 @@ export class RedisEventStore implements EventStore {
 
   async createStream(key: StreamKey, requestIds?: Iterable<string | number>): Promise<void> {
     const ids = requestIds === undefined ? [] : [...requestIds];
-    this.live.add(key.sessionId, this.indexKey(key.sessionId), this.streamKey(key));
-    const [owner, generation, me, seen] = this.fenceArgs(key.sessionId);
+    const stream = this.writers.open(key.sessionId, key.streamId, this.keysOf(key));
+    const registration = JSON.stringify([key.streamId, this.writerId, ids]);
     try {
-      await CREATE.run(this.client, [
-        this.streamKey(key),
-        this.indexKey(key.sessionId),
-        owner,
-        generation,
-        key.streamId,
-        this.streamTtlMs,
-        this.maxEventsPerStream,
-        ids.length > 0 ? JSON.stringify(ids) : '',
-        this.writerId ?? '',
-        me,
-        seen,
-      ]);
+      await this.fenced(0, (force) =>
+        CREATE.run(this.client, [
+          this.keys.session(key.sessionId),
+          stream.field,
+          registration,
+          this.fence?.instanceId ?? '',
+          force,
+          this.writers.keyTtlMs,
+        ]),
+      );
     } catch (error) {
-      const refused = refusedForGood(error);
-      // Never opened: this instance will not write to it.
-      if (refused) this.live.remove(key.sessionId, this.streamKey(key));
-      throw refused ?? error;
+      // Never opened: this instance will not write to it (a retry opens it again).
+      this.writers.remove(key.sessionId, key.streamId);
+      throw this.refusal(error);
     }
+  }
+
+  append(key: StreamKey, seq: number, frame: string, final: boolean): Promise<void> {
+    const stream = this.writers.get(key.sessionId, key.streamId);
+    // Not a stream this instance writes: the answer to a lost call (the instance that wrote it is gone).
+    if (!stream) return this.appendOnce(key, seq, frame, final, 'f');
+    const stored = this.writers.append(stream, seq, frame, final);
+    return final ? stored.then(() => this.writers.remove(key.sessionId, key.streamId)) : stored;
+  }
+
+  /**
+   * The stream's final frame, past frames Redis lost after acknowledging them (a failover to a
+   * replica they had not reached; {@link StreamGap}): REPLAY finds the gap and hands a resume on
+   * any instance this frame as the stream's end, and a live tail that misses the gap ends and its
+   * client resumes so. Fenced like any append.
+   */
+  async appendFinalAfterLoss(key: StreamKey, seq: number, frame: string): Promise<void> {
+    await this.appendOnce(key, seq, frame, true, 'l');
+    this.writers.remove(key.sessionId, key.streamId);
+  }
+
+  /** One frame, with the append script's checks first (`flags`, see APPEND). */
+  private async appendOnce(key: StreamKey, seq: number, frame: string, final: boolean, flags: string): Promise<void> {
+    await this.runAppend(this.keysOf(key), flags, [{ seq, frame, final }]);
+  }
+
+  /** How {@link StreamWriters} stores a batch of one stream's frames. */
+  private readonly writeBatch: WriteBatch = (stream, frames) => {
+    const flags = !stream.created ? 'n' : this.writers.newConnection(stream) ? 'v' : '';
+    return this.runAppend({ stream: stream.key, hash: this.keys.session(stream.sessionId), streamId: stream.streamId }, flags, frames);
+  };
+
+  private async runAppend(
+    keys: { stream: string; hash: string; streamId: string },
+    flags: string,
+    frames: Array<{ seq: number; frame: string; final: boolean }>,
+  ): Promise<void> {
+    const args = frames.flatMap((f) => [f.seq, f.frame, f.final ? '1' : '0']);
+    try {
+      await this.fenced(frames.length, (force, stored) =>
+        APPEND.run(this.client, [
+          keys.stream,
+          keys.hash,
+          this.fence?.instanceId ?? '',
+          force,
+          this.maxEventsPerStream,
+          this.writers.keyTtlMs,
+          // Past what went in before the refusal, the stream is not new any more.
+          stored > 0 ? flags.replace('n', '') : flags,
+          keys.streamId,
+          ...args.slice(stored * 3),
+        ]),
+      );
+    } catch (error) {
+      throw this.refusal(error);
+    }
+  }
+
+  /**
+   * Runs a fenced script; when it finds no owner record, asks whether Redis lost its data since
+   * this instance's records were written, and if so runs it again with `force` (see fence.ts) for
+   * what it had not stored yet. A refusal keeps the count of what went in before it.
+   */
+  private async fenced(items: number, run: (force: '0' | '1', stored: number) => Promise<unknown>): Promise<void> {
+    try {
+      await run('0', 0);
+    } catch (error) {
+      const refused = refusalOf(error);
+      if (refused?.code !== ScriptRefusal.NoOwner || !this.fence || !(await this.fence.dataLost())) throw error;
+      const stored = Math.min(refused.stored, items);
+      try {
+        await run('1', stored);
+      } catch (again) {
+        const more = refusalOf(again)?.stored ?? 0;
+        throw Object.assign(again as Error, { stored: stored + more });
+      }
+    }
+  }
+
+  /** What core knows a script's refusal by: {@link StreamTakenOver} (for good) or {@link StreamGap}; other errors as they are. Keeps `stored`. */
+  private refusal(error: unknown): unknown {
+    const refused = refusalOf(error);
+    const stored = (error as { stored?: number }).stored ?? refused?.stored ?? 0;
+    if (!refused) return Object.assign(error as Error, { stored });
+    if (refused.code === ScriptRefusal.Gap)
+      return Object.assign(new StreamGap(refused.message, Number(refused.detail.split(' ')[0])), { stored });
+    // Not this instance's session, or another instance answered the stream: the writer stops instead of retrying.
+    return Object.assign(new StreamTakenOver(refused.message), { stored });
   }
 
   /** The instance that writes a request stream (recorded in a shared cluster), its requests and how far it got. */
   async writer(key: StreamKey): Promise<StreamWriter | undefined> {
-    const reply = (await WRITER.run(this.client, [this.streamKey(key)])) as [number, string?, number?, number?, string?];
+    const keys = this.keysOf(key);
+    const reply = (await WRITER.run(this.client, [keys.stream, keys.hash, key.streamId])) as [number, string?, number?, number?, string?];
     if (reply[0] === 0 || !reply[1]) return undefined;
     return {
       instanceId: reply[1],
@@ -324,73 +253,56 @@ export class RedisEventStore implements EventStore {
     };
   }
 
+  /** The session's registered streams whose final frame is not stored, read in two round trips (the registrations, then each stream's last entry). */
   async unfinished(sessionId: string): Promise<UnfinishedStream[]> {
-    const rows = (await UNFINISHED.run(this.client, [this.indexKey(sessionId), `${this.keyPrefix}{${sessionId}}:`])) as Array<
-      [string, number, string]
-    >;
-    return rows.map(([streamId, lastSeq, req]) => ({
-      streamId,
-      lastSeq,
-      requestIds: req === '' ? [] : (JSON.parse(req) as Array<string | number>),
-    }));
-  }
-
-  append(key: StreamKey, seq: number, frame: string, final: boolean): Promise<void> {
-    return this.store(key, seq, frame, final, false);
-  }
-
-  /**
-   * The stream's final frame, past frames Redis lost after acknowledging them (a failover to a
-   * replica they had not reached; {@link StreamGap}): REPLAY finds the gap and hands a resume on
-   * any instance this frame as the stream's end, and a live tail that misses the gap ends and its
-   * client resumes so. Fenced like any append.
-   */
-  appendFinalAfterLoss(key: StreamKey, seq: number, frame: string): Promise<void> {
-    return this.store(key, seq, frame, true, true);
-  }
-
-  private async store(key: StreamKey, seq: number, frame: string, final: boolean, pastLoss: boolean): Promise<void> {
-    const flag = final ? '1' : '0';
-    if (final) this.live.remove(key.sessionId, this.streamKey(key));
-    else this.live.add(key.sessionId, this.indexKey(key.sessionId), this.streamKey(key));
-    const [owner, generation, me, seen] = this.fenceArgs(key.sessionId);
-    try {
-      await APPEND.run(this.client, [
-        this.streamKey(key),
-        this.indexKey(key.sessionId),
-        owner,
-        generation,
-        `${seq}-0`,
-        frame,
-        flag,
-        this.maxEventsPerStream,
-        this.streamTtlMs,
-        key.streamId,
-        seq,
-        me,
-        seen,
-        pastLoss ? '1' : '0',
-      ]);
-    } catch (error) {
-      // Refused for good, not an outage: the writer stops instead of retrying (issue 27, item 9).
-      throw refusedForGood(error) ?? streamGap(error) ?? error;
+    const registered = await this.registrations(sessionId);
+    if (registered.length === 0) return [];
+    const pipeline = this.client.pipeline();
+    for (const { streamId } of registered) pipeline.xrevrange(this.keys.stream(sessionId, streamId), '+', '-', 'COUNT', 1);
+    const replies = (await pipeline.exec()) ?? [];
+    const out: UnfinishedStream[] = [];
+    for (const [i, { streamId, requestIds }] of registered.entries()) {
+      const [error, entries] = replies[i] ?? [new Error('no reply')];
+      // A string holds a stream's only frame, its final one: finished.
+      if (error) {
+        if (/WRONGTYPE/.test(String(error))) continue;
+        throw error;
+      }
+      const last = (entries as Array<[string, string[]]>)[0];
+      if (last && last[1][0] === 'f' && last[1][3] === '1') continue;
+      out.push({ streamId, lastSeq: last ? Number(last[0].split('-')[0]) : 0, requestIds });
     }
+    return out;
   }
 
-  /** The fence's keys (the session's owner record, the generation key) and arguments (this instance, the generation it saw); `''` each without one. */
-  private fenceArgs(sessionId: string): [string, string, string, string] {
-    const fence = this.fence;
-    if (!fence) return ['', '', '', ''];
-    return [`${fence.ownerKeyPrefix}${sessionId}`, fence.generationKey, fence.instanceId, fence.generation()];
+  /** The streams registered in a session, from its hash. */
+  private async registrations(sessionId: string): Promise<Array<{ streamId: string; requestIds: Array<string | number> }>> {
+    const fields = await this.client.hgetall(this.keys.session(sessionId));
+    const out: Array<{ streamId: string; requestIds: Array<string | number> }> = [];
+    for (const [name, value] of Object.entries(fields)) {
+      if (!name.startsWith('c:')) continue;
+      try {
+        const [streamId, , requestIds] = JSON.parse(value) as [string, string, Array<string | number>];
+        if (!out.some((r) => r.streamId === streamId)) out.push({ streamId, requestIds });
+      } catch {
+        // not a registration
+      }
+    }
+    return out;
   }
 
   async replayAfter(sessionId: string, streamId: string, afterSeq: number): Promise<ReplayResult> {
     if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) return { ok: false, reason: 'unknown' };
-    const stream = this.streamKey({ sessionId, streamId });
-    const reply = (await REPLAY.run(this.client, [stream, `${stream}:retry`, afterSeq, `${afterSeq + 1}-0`, this.streamTtlMs])) as [
-      number,
-      ...unknown[],
-    ];
+    const keys = this.keysOf({ sessionId, streamId });
+    const reply = (await REPLAY.run(this.client, [
+      keys.stream,
+      keys.retry,
+      keys.hash,
+      afterSeq,
+      `${afterSeq + 1}-0`,
+      this.writers.keyTtlMs,
+      streamId,
+    ])) as [number, ...unknown[]];
     if (reply[0] === 0) return { ok: false, reason: 'unknown' };
     if (reply[0] === 1)
       return typeof reply[1] === 'string' ? { ok: false, reason: 'evicted', final: reply[1] } : { ok: false, reason: 'evicted' };
@@ -401,36 +313,52 @@ export class RedisEventStore implements EventStore {
   }
 
   /**
-   * The owner's `closeSSEStream`: keeps its retry hint (`<stream key>:retry`, for `streamTtlMs`)
-   * so a resume on any instance primes with it, and tells the stream's live tails to end with it.
+   * The owner's `closeSSEStream`: keeps its retry hint (`<stream key>:retry`, as long as the
+   * stream) so a resume on any instance primes with it, and tells the stream's live tails to end with it.
    */
   async closeTails(key: StreamKey, afterSeq: number, retryMs: number): Promise<void> {
-    const [owner, generation, me, seen] = this.fenceArgs(key.sessionId);
-    const keys = [this.streamKey(key), `${this.streamKey(key)}:retry`, owner, generation];
+    const keys = this.keysOf(key);
+    const stream = this.writers.get(key.sessionId, key.streamId);
     try {
-      await CLOSE.run(this.client, [...keys, afterSeq, retryMs, this.streamTtlMs, me, seen]);
+      await this.fenced(0, (force) =>
+        CLOSE.run(this.client, [
+          keys.stream,
+          keys.retry,
+          keys.hash,
+          afterSeq,
+          retryMs,
+          this.writers.keyTtlMs,
+          this.fence?.instanceId ?? '',
+          force,
+        ]),
+      );
     } catch (error) {
-      throw refusedForGood(error) ?? error;
+      throw this.refusal(error);
     }
+    if (stream) stream.closed = true;
   }
 
   /**
    * This instance writes no more to the stream (or to any stream of the session): its keys are no
-   * longer refreshed, and age out `streamTtlMs` after their last event or resume (issue 27, item 8).
+   * longer refreshed, and age out `streamTtlMs` after their last event or resume.
    */
   letGo(sessionId: string, streamId?: string): void {
-    if (streamId === undefined) this.live.removeSession(sessionId);
-    else this.live.remove(sessionId, this.streamKey({ sessionId, streamId }));
+    if (streamId === undefined) this.writers.removeSession(sessionId);
+    else this.writers.remove(sessionId, streamId);
   }
 
   /** @internal For tests: how many streams this instance keeps alive (see {@link letGo}). */
   get liveStreamCount(): number {
-    return this.live.size;
+    return this.writers.size;
   }
 
+  /** The session's streams, their retry keys and its hash go, and their live tails are told; read first, so the script names every key it deletes. */
   async deleteSession(sessionId: string): Promise<void> {
-    this.live.removeSession(sessionId);
-    await DELETE.run(this.client, [this.indexKey(sessionId), `${this.keyPrefix}{${sessionId}}:`]);
+    this.writers.removeSession(sessionId);
+    const streams = await this.registrations(sessionId);
+    const keys = [this.keys.session(sessionId)];
+    for (const { streamId } of streams) keys.push(this.keys.stream(sessionId, streamId), this.keys.retry(sessionId, streamId));
+    await DELETE.run(this.client, keys, keys.length);
   }
 
   /**
@@ -451,16 +379,17 @@ export class RedisEventStore implements EventStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.live.close();
+    this.writers.close();
     this.tails.close();
     if (this.ownsClient) await this.client.quit().catch(() => this.client.disconnect());
   }
 
-  private streamKey(key: StreamKey): string {
-    return `${this.keyPrefix}{${key.sessionId}}:${key.streamId}`;
-  }
-
-  private indexKey(sessionId: string): string {
-    return `${this.keyPrefix}{${sessionId}}`;
+  private keysOf(key: StreamKey): { stream: string; retry: string; hash: string; streamId: string } {
+    return {
+      streamId: key.streamId,
+      stream: this.keys.stream(key.sessionId, key.streamId),
+      retry: this.keys.retry(key.sessionId, key.streamId),
+      hash: this.keys.session(key.sessionId),
+    };
   }
 }
