@@ -3,6 +3,7 @@ import { HttpForwarder, type ForwarderOptions } from '../forward.js';
 import { refusalOf, ScriptRefusal } from '../script-errors.js';
 import { CLAIM, RECLAIM, RELEASE, RELEASE_OWNED, SAVE_RECORD, TAKE_OVER } from './owner-scripts.js';
 import { encodeRecord, parseRecord, sessionFields } from './directory.js';
+import { legacyStreams, MOVE_OVER, readLegacy } from './legacy.js';
 import type { Beat } from './registry.js';
 import { remember, type ClusterContext, type ClusterStrategy } from './strategy.js';
 
@@ -85,7 +86,11 @@ export class Owners implements ClusterStrategy {
     // Read, then taken compare-and-set with every stream it registered named (one slot): a few tries if its owner changes meanwhile.
     for (let attempt = 0; attempt < 5; attempt++) {
       const session = sessionFields(await client.hgetall(keys.session(sessionId)));
-      if (session.owner === undefined && session.record === undefined) return undefined;
+      if (session.owner === undefined && session.record === undefined) {
+        const moved = await this.moveOver(sessionId, principal);
+        if (moved === 'again') continue;
+        return moved;
+      }
       if ((session.principal ?? '') !== (principal ?? '')) return { forbidden: true };
       if (session.owner === this.me) {
         if (session.record === undefined) return undefined;
@@ -103,6 +108,40 @@ export class Owners implements ClusterStrategy {
       return { record: parseRecord(session.record), principal: session.principal };
     }
     throw new Error(`the owner of session ${sessionId} kept changing while this instance took it over`);
+  }
+
+  /**
+   * A session of the keyspace before 0.2 (a rolling deploy from it): forwarded to while its old
+   * owner beats; once it is gone, moved into the current keyspace as a take-over, and the old
+   * owner record made to name this instance (an old instance that was away then forwards to it,
+   * and its own fence stores nothing in the session). See legacy.ts.
+   */
+  private async moveOver(sessionId: string, principal: string | undefined): Promise<TakeOver | 'again' | undefined> {
+    const { client, keys, registry } = this.ctx;
+    const legacy = await readLegacy(client, keys, sessionId, true);
+    if (!legacy.record) return undefined;
+    if ((legacy.record.principal ?? '') !== (principal ?? '')) return { forbidden: true };
+    if (legacy.owner && legacy.owner.instanceId !== this.me && (await registry.isAlive(legacy.owner.instanceId)))
+      return { owner: { instanceId: legacy.owner.instanceId, self: false, principal, address: legacy.owner.url } };
+    const streams = await legacyStreams(client, keys, sessionId);
+    const streamKeys = streams.flatMap((id) => [keys.stream(sessionId, id), keys.legacy.requests(sessionId, id)]);
+    const { record, ttlMs } = legacy.record;
+    const args = [
+      keys.session(sessionId),
+      ...streamKeys,
+      this.me,
+      registry.internalUrl,
+      encodeRecord(record),
+      principal ?? '',
+      ttlMs,
+      ...streams,
+    ];
+    const epoch = await MOVE_OVER.run(client, args, 1 + streamKeys.length);
+    if (epoch === 0) return 'again';
+    this.owned.set(sessionId, { epoch: String(epoch), principal: principal ?? '' });
+    const owner = JSON.stringify({ i: this.me, u: registry.internalUrl, p: principal ?? null, e: epoch });
+    await Promise.all([client.set(keys.legacy.owner(sessionId), owner, 'PX', ttlMs), client.del(keys.legacy.record(sessionId))]);
+    return { record, principal };
   }
 
   /** Lets go of a session (draining): its owner record goes, its restore record stays for the next instance. */
@@ -126,11 +165,19 @@ export class Owners implements ClusterStrategy {
   async lookupOwner(sessionId: string): Promise<SessionOwner | undefined> {
     const { client, keys, registry } = this.ctx;
     const [found, address, principal] = await client.hmget(keys.session(sessionId), 'o', 'u', 'p');
-    if (!found) return undefined;
+    if (!found) return this.legacyOwner(sessionId);
     const instanceId = found;
     const owner: SessionOwner = { instanceId, self: instanceId === this.me, principal: principal ?? undefined, address: address ?? '' };
     if (owner.self) return owner;
     return (await registry.isAlive(instanceId)) ? owner : undefined;
+  }
+
+  /** A session an instance of the version before 0.2 owns, while it beats (see legacy.ts). */
+  private async legacyOwner(sessionId: string): Promise<SessionOwner | undefined> {
+    const { client, keys, registry } = this.ctx;
+    const { owner } = await readLegacy(client, keys, sessionId, false);
+    if (!owner || owner.instanceId === this.me || !(await registry.isAlive(owner.instanceId))) return undefined;
+    return { instanceId: owner.instanceId, self: false, principal: undefined, address: owner.url };
   }
 
   peers(): Promise<SessionOwner[]> {

@@ -3,6 +3,7 @@ import { duplicateClient } from '../client.js';
 import { BUS_MAX_ENTRIES, BUS_RETENTION_MS, SharedBus } from './bus.js';
 import { END_SHARED, SAVE_SHARED, UPDATE_SHARED, WRITE_BACK } from './copy-scripts.js';
 import { encodeRecord, parseRecord } from './directory.js';
+import { readLegacy } from './legacy.js';
 import type { Beat } from './registry.js';
 import { remember, type ClusterContext, type ClusterStrategy, type RecordChange } from './strategy.js';
 
@@ -149,7 +150,17 @@ export class Copies implements ClusterStrategy {
       [];
     for (const [error] of replies) if (error) throw error;
     const last = replies[0]![1] as Array<[string, string[]]>;
-    const [record, saved] = replies[1]![1] as [string | null, string | null];
+    let [record, saved] = replies[1]![1] as [string | null, string | null];
+    // A session of the keyspace before 0.2 (a rolling deploy from it): copied into the current one (see legacy.ts).
+    if (record === null) {
+      const legacy = (await readLegacy(client, keys, sessionId, true)).record;
+      if (legacy) {
+        const encoded = encodeRecord(legacy.record);
+        await WRITE_BACK.run(client, [keys.session(sessionId), encoded, legacy.principal ?? '', legacy.ttlMs]);
+        const [r, p] = await client.hmget(keys.session(sessionId), 'r', 'p');
+        [record, saved] = [r ?? null, p ?? null];
+      }
+    }
     if (record === null) {
       if (await registry.dataJustLost())
         throw new Error('Redis lost its data moments ago: the session may live on an instance that has not written its records back yet');
