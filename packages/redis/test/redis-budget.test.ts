@@ -138,14 +138,17 @@ for (const mode of ['forward', 'shared'] as const) {
     let redis: TestRedis;
     let admin: Redis;
     let a: Instance;
+    let b: Instance;
 
     beforeAll(async () => {
       redis = await startRedis();
       admin = new Redis(redis.url);
       a = await startInstance(redis, mode, `budget-${mode}:`);
+      b = await startInstance(redis, mode, `budget-${mode}:`);
     });
 
     afterAll(async () => {
+      if (b) await stopInstance(b);
       if (a) await stopInstance(a);
       admin?.disconnect();
       await redis?.stop();
@@ -189,6 +192,21 @@ for (const mode of ['forward', 'shared'] as const) {
       expect(spaced.sent).toBeLessThanOrEqual(1);
       // Its stream's registration and TTL, its answer: once per call, not per event.
       expect(spaced.overhead).toBeLessThanOrEqual(7);
+    });
+
+    it(`a tools/call that reaches another instance costs ${mode === 'forward' ? 'one command more (the owner lookup)' : 'the same (on its copy)'}`, async () => {
+      const sessionId = await openSession(a.url);
+      // Its first request there: the owner found and a keep-alive connection made, or the copy restored.
+      await call(b.url, sessionId, 'test_simple_text');
+      const calls = await measured(admin, b, async () => {
+        for (let i = 0; i < CALLS; i++) await call(b.url, sessionId, 'test_simple_text');
+      });
+      const perCall = calls.executed.total / CALLS;
+      console.log(
+        `${mode}: per tools/call on the other instance ${perCall.toFixed(2)} executed (${JSON.stringify(scaled(calls.executed.by, CALLS))})`,
+      );
+      // Forwarding: HMGET of the owner per request, and EXISTS of its heartbeat at most once per half a heartbeat (a minute here).
+      expect(perCall).toBeLessThanOrEqual(mode === 'forward' ? 7.1 : 6);
     });
 
     it('an idle session costs Redis at most 2 KB', async () => {
