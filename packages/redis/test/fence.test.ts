@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { RestoreRecord, StreamKey } from '@mcp-kit/core';
-import { createRedisScaleOut, type RedisScaleOut, type RedisSessionCluster } from '@mcp-kit/redis';
+import { createRedisScaleOut, RedisEventStore, RedisSessionCluster, type RedisScaleOut } from '@mcp-kit/redis';
 import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
 
 let redis: TestRedis;
@@ -196,5 +196,61 @@ describe('after Redis lost its data (restarted empty)', () => {
     expect(await admin.hexists('l4:{sess-l4}:s', 'o')).toBe(0);
     await beat(a.cluster);
     expect(await b.cluster.lookupOwner('sess-l4')).toMatchObject({ instanceId: 'a-l4' });
+  });
+});
+
+describe('an event store and a cluster built apart', () => {
+  it('a store given its cluster is fenced as createRedisScaleOut would make it', async () => {
+    const a = new RedisSessionCluster({
+      url: redis.url,
+      internalUrl: 'http://a-h1.internal/mcp',
+      instanceId: 'a-h1',
+      keyPrefix: 'h1:',
+      heartbeatMs: 60_000,
+    });
+    const store = new RedisEventStore({ client: a.client, keyPrefix: 'h1:', cluster: a });
+    const b = await instance('b-h1', 'h1:');
+    try {
+      await a.ready(5_000);
+      const key = streamKey('h1');
+      await a.claim(key.sessionId, undefined);
+      await a.saveRecord(key.sessionId, record('a'), 60_000);
+      await store.createStream(key, [7]);
+      await store.append(key, 1, frameOf(key, 1), false);
+      await admin.del('h1:instance:a-h1');
+      expect(await b.cluster.takeOver(key.sessionId, undefined)).toMatchObject({ record: record('a') });
+      await expect(store.createStream({ sessionId: key.sessionId, streamId: 'x'.padEnd(22, '0') })).rejects.toMatchObject({
+        name: 'StreamTakenOver',
+      });
+      await expect(store.append(key, 2, frameOf(key, 2), false)).rejects.toMatchObject({ name: 'StreamTakenOver' });
+    } finally {
+      await a.close();
+      await store.close();
+    }
+  });
+
+  it('a cluster no store was given warns at its first session, once (MCP_KIT_UNLINKED_EVENT_STORE)', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    const alone = new RedisSessionCluster({
+      url: redis.url,
+      internalUrl: 'http://a-h2.internal/mcp',
+      instanceId: 'a-h2',
+      keyPrefix: 'h2:',
+      heartbeatMs: 60_000,
+    });
+    try {
+      await alone.ready(5_000);
+      await alone.claim('sess-h2', undefined);
+      await alone.claim('sess-h2b', undefined);
+      await new Promise((resolve) => setImmediate(resolve));
+      const unlinked = warnings.filter((w) => (w as Error & { code?: string }).code === 'MCP_KIT_UNLINKED_EVENT_STORE');
+      expect(unlinked).toHaveLength(1);
+      expect(unlinked[0]!.message).toMatch(/new RedisEventStore\(\{ cluster \}\)/);
+    } finally {
+      process.off('warning', onWarning);
+      await alone.close();
+    }
   });
 });
