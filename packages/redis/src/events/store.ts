@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import {
-  StreamTakenOver,
   type EventStore,
   type ReplayResult,
   type StreamKey,
@@ -15,9 +14,9 @@ import { createRedisClient, whenReady } from '../client.js';
 import { checkEvictionPolicy } from '../eviction.js';
 import type { OwnerFence, StoreLink } from '../fence.js';
 import { Keyspace } from '../keyspace.js';
-import { refusalOf, ScriptRefusal } from '../script-errors.js';
+import { fenced, refusal } from './refusals.js';
+import { registeredStreams, unfinishedStreams } from './registrations.js';
 import { APPEND, CLOSE, CREATE, DELETE, REPLAY, WRITER } from './scripts.js';
-import { StreamGap } from './stream-gap.js';
 import { LiveTails } from './tails.js';
 import { StreamWriters, type WriteBatch } from './writers.js';
 
@@ -135,7 +134,7 @@ export class RedisEventStore implements EventStore {
     const stream = this.writers.open(key.sessionId, key.streamId, this.keysOf(key));
     const registration = JSON.stringify([key.streamId, this.writerId, ids]);
     try {
-      await this.fenced(0, (force) =>
+      await fenced(this.fence, 0, (force) =>
         CREATE.run(this.client, [
           this.keys.session(key.sessionId),
           stream.field,
@@ -148,7 +147,7 @@ export class RedisEventStore implements EventStore {
     } catch (error) {
       // Never opened: this instance will not write to it (a retry opens it again).
       this.writers.remove(key.sessionId, key.streamId);
-      throw this.refusal(error);
+      throw refusal(error);
     }
   }
 
@@ -189,7 +188,7 @@ export class RedisEventStore implements EventStore {
   ): Promise<void> {
     const args = frames.flatMap((f) => [f.seq, f.frame, f.final ? '1' : '0']);
     try {
-      await this.fenced(frames.length, (force, stored) =>
+      await fenced(this.fence, frames.length, (force, stored) =>
         APPEND.run(this.client, [
           keys.stream,
           keys.hash,
@@ -204,40 +203,8 @@ export class RedisEventStore implements EventStore {
         ]),
       );
     } catch (error) {
-      throw this.refusal(error);
+      throw refusal(error);
     }
-  }
-
-  /**
-   * Runs a fenced script; when it finds no owner record, asks whether Redis lost its data since
-   * this instance's records were written, and if so runs it again with `force` (see fence.ts) for
-   * what it had not stored yet. A refusal keeps the count of what went in before it.
-   */
-  private async fenced(items: number, run: (force: '0' | '1', stored: number) => Promise<unknown>): Promise<void> {
-    try {
-      await run('0', 0);
-    } catch (error) {
-      const refused = refusalOf(error);
-      if (refused?.code !== ScriptRefusal.NoOwner || !this.fence || !(await this.fence.dataLost())) throw error;
-      const stored = Math.min(refused.stored, items);
-      try {
-        await run('1', stored);
-      } catch (again) {
-        const more = refusalOf(again)?.stored ?? 0;
-        throw Object.assign(again as Error, { stored: stored + more });
-      }
-    }
-  }
-
-  /** What core knows a script's refusal by: {@link StreamTakenOver} (for good) or {@link StreamGap}; other errors as they are. Keeps `stored`. */
-  private refusal(error: unknown): unknown {
-    const refused = refusalOf(error);
-    const stored = (error as { stored?: number }).stored ?? refused?.stored ?? 0;
-    if (!refused) return Object.assign(error as Error, { stored });
-    if (refused.code === ScriptRefusal.Gap)
-      return Object.assign(new StreamGap(refused.message, Number(refused.detail.split(' ')[0])), { stored });
-    // Not this instance's session, or another instance answered the stream: the writer stops instead of retrying.
-    return Object.assign(new StreamTakenOver(refused.message), { stored });
   }
 
   /** The instance that writes a request stream (recorded in a shared cluster), its requests and how far it got. */
@@ -254,41 +221,8 @@ export class RedisEventStore implements EventStore {
   }
 
   /** The session's registered streams whose final frame is not stored, read in two round trips (the registrations, then each stream's last entry). */
-  async unfinished(sessionId: string): Promise<UnfinishedStream[]> {
-    const registered = await this.registrations(sessionId);
-    if (registered.length === 0) return [];
-    const pipeline = this.client.pipeline();
-    for (const { streamId } of registered) pipeline.xrevrange(this.keys.stream(sessionId, streamId), '+', '-', 'COUNT', 1);
-    const replies = (await pipeline.exec()) ?? [];
-    const out: UnfinishedStream[] = [];
-    for (const [i, { streamId, requestIds }] of registered.entries()) {
-      const [error, entries] = replies[i] ?? [new Error('no reply')];
-      // A string holds a stream's only frame, its final one: finished.
-      if (error) {
-        if (/WRONGTYPE/.test(String(error))) continue;
-        throw error;
-      }
-      const last = (entries as Array<[string, string[]]>)[0];
-      if (last && last[1][0] === 'f' && last[1][3] === '1') continue;
-      out.push({ streamId, lastSeq: last ? Number(last[0].split('-')[0]) : 0, requestIds });
-    }
-    return out;
-  }
-
-  /** The streams registered in a session, from its hash. */
-  private async registrations(sessionId: string): Promise<Array<{ streamId: string; requestIds: Array<string | number> }>> {
-    const fields = await this.client.hgetall(this.keys.session(sessionId));
-    const out: Array<{ streamId: string; requestIds: Array<string | number> }> = [];
-    for (const [name, value] of Object.entries(fields)) {
-      if (!name.startsWith('c:')) continue;
-      try {
-        const [streamId, , requestIds] = JSON.parse(value) as [string, string, Array<string | number>];
-        if (!out.some((r) => r.streamId === streamId)) out.push({ streamId, requestIds });
-      } catch {
-        // not a registration
-      }
-    }
-    return out;
+  unfinished(sessionId: string): Promise<UnfinishedStream[]> {
+    return unfinishedStreams(this.client, this.keys, sessionId);
   }
 
   async replayAfter(sessionId: string, streamId: string, afterSeq: number): Promise<ReplayResult> {
@@ -320,7 +254,7 @@ export class RedisEventStore implements EventStore {
     const keys = this.keysOf(key);
     const stream = this.writers.get(key.sessionId, key.streamId);
     try {
-      await this.fenced(0, (force) =>
+      await fenced(this.fence, 0, (force) =>
         CLOSE.run(this.client, [
           keys.stream,
           keys.retry,
@@ -333,7 +267,7 @@ export class RedisEventStore implements EventStore {
         ]),
       );
     } catch (error) {
-      throw this.refusal(error);
+      throw refusal(error);
     }
     if (stream) stream.closed = true;
   }
@@ -355,7 +289,7 @@ export class RedisEventStore implements EventStore {
   /** The session's streams, their retry keys and its hash go, and their live tails are told; read first, so the script names every key it deletes. */
   async deleteSession(sessionId: string): Promise<void> {
     this.writers.removeSession(sessionId);
-    const streams = await this.registrations(sessionId);
+    const streams = await registeredStreams(this.client, this.keys, sessionId);
     const keys = [this.keys.session(sessionId)];
     for (const { streamId } of streams) keys.push(this.keys.stream(sessionId, streamId), this.keys.retry(sessionId, streamId));
     await DELETE.run(this.client, keys, keys.length);
