@@ -111,11 +111,14 @@ export class Keyspace {
     return `${this.prefix}task-changes`;
   }
 
-  /** Keys of the keyspace before 0.2 (no hash tag on a session's records, a set of its streams), read to move a live session over. */
+  /** Keys of the keyspace before 0.2 (no hash tag on a session's records or a task's keys, a set of a session's streams), read to carry live sessions and tasks across a rolling deploy. */
   readonly legacy = {
     owner: (sessionId: string) => `${this.prefix}owner:${sessionId}`,
     record: (sessionId: string) => `${this.prefix}restore:${sessionId}`,
     streams: (sessionId: string) => `${this.prefix}{${sessionId}}`,
     requests: (sessionId: string, streamId: string) => `${this.prefix}{${sessionId}}:${streamId}:req`,
+    task: (taskId: string) => `${this.prefix}task:${taskId}`,
+    taskInput: (taskId: string) => `${this.prefix}task:${taskId}:input`,
+    taskAnswers: (taskId: string) => `${this.prefix}task:${taskId}:answers`,
   };
 }

@@ -155,7 +155,15 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async get(taskId: string): Promise<TaskRecord | undefined> {
-    const results = await this.client.pipeline().hgetall(this.taskKey(taskId)).hgetall(this.inputKey(taskId)).exec();
+    // A task an instance of the version before 0.2 runs (a rolling deploy from it): its keys had no hash tag.
+    return (
+      (await this.read(this.keys.task(taskId), this.keys.taskInput(taskId))) ??
+      this.read(this.keys.legacy.task(taskId), this.keys.legacy.taskInput(taskId))
+    );
+  }
+
+  private async read(taskKey: string, inputKey: string): Promise<TaskRecord | undefined> {
+    const results = await this.client.pipeline().hgetall(taskKey).hgetall(inputKey).exec();
     const [[e1, fields], [e2, input]] = results as [[Error | null, Record<string, string>], [Error | null, Record<string, string>]];
     if (e1 || e2) throw e1 ?? e2;
     if (!fields || fields.status === undefined) return undefined;
@@ -180,20 +188,20 @@ export class RedisTaskStore implements TaskStore {
 
   async answer(taskId: string, responses: Record<string, unknown>): Promise<boolean> {
     const pairs = Object.entries(responses).flatMap(([k, v]) => [k, JSON.stringify(v)]);
-    const keys = [this.taskKey(taskId), this.inputKey(taskId), this.answersKey(taskId)];
-    const taken = (await ANSWER.run(this.client, [...keys, Date.now(), this.channelPrefix(), ...pairs])) as number;
+    const answer = (keys: string[]) => ANSWER.run(this.client, [...keys, Date.now(), this.channelPrefix(), ...pairs]) as Promise<number>;
+    let taken = await answer([this.taskKey(taskId), this.inputKey(taskId), this.answersKey(taskId)]);
+    // No such task: maybe one an instance of the version before 0.2 runs (see `get`).
+    if (taken === -1)
+      taken = await answer([this.keys.legacy.task(taskId), this.keys.legacy.taskInput(taskId), this.keys.legacy.taskAnswers(taskId)]);
     if (taken > 0) this.announce(taskId);
     return taken >= 0;
   }
 
   async cancel(taskId: string, reason: string): Promise<boolean> {
-    const done = (await CANCEL.run(this.client, [
-      this.taskKey(taskId),
-      this.inputKey(taskId),
-      Date.now(),
-      this.channelPrefix(),
-      reason,
-    ])) as number;
+    const cancel = (keys: string[]) => CANCEL.run(this.client, [...keys, Date.now(), this.channelPrefix(), reason]) as Promise<number>;
+    let done = await cancel([this.taskKey(taskId), this.inputKey(taskId)]);
+    // No such task: maybe one an instance of the version before 0.2 runs (see `get`).
+    if (done === -1) done = await cancel([this.keys.legacy.task(taskId), this.keys.legacy.taskInput(taskId)]);
     if (done > 0) this.announce(taskId);
     return done >= 0;
   }

@@ -122,6 +122,42 @@ describe('a rolling deploy from the keyspace before 0.2', () => {
   });
 });
 
+describe('a task an instance of 0.1 runs, polled through an upgraded one', () => {
+  it('is found, and answered and cancelled in the keys its owner reads', async () => {
+    const b = await instance('b4', 'lg4:', 'forward');
+    // What 0.1's RedisTaskStore.create and update wrote (keys without a hash tag).
+    await admin.hset(
+      'lg4:task:t-old',
+      'taskId',
+      't-old',
+      'principal',
+      '',
+      'status',
+      'input_required',
+      'createdAt',
+      '1',
+      'lastUpdatedAt',
+      '2',
+      'ttlMs',
+      '60000',
+      'owner',
+      'old-a',
+    );
+    await admin.hset('lg4:task:t-old:input', 'q', JSON.stringify({ method: 'elicitation/create' }));
+    expect(await b.taskStore.get('t-old')).toMatchObject({
+      taskId: 't-old',
+      status: 'input_required',
+      owner: 'old-a',
+      inputRequests: { q: { method: 'elicitation/create' } },
+    });
+    expect(await b.taskStore.answer('t-old', { q: { action: 'accept' } })).toBe(true);
+    expect(await admin.lrange('lg4:task:t-old:answers', 0, -1)).toEqual(['q', JSON.stringify({ action: 'accept' })]);
+    expect(await b.taskStore.cancel('t-old', 'no more')).toBe(true);
+    expect(await admin.hget('lg4:task:t-old', 'status')).toBe('cancelled');
+    expect(await b.taskStore.get('t-never')).toBeUndefined();
+  });
+});
+
 describe("a live session's next request on an upgraded instance", () => {
   for (const mode of ['forward', 'shared'] as const) {
     it(`${mode === 'forward' ? 'forwarding' : 'shared'}: served (200), as before the deploy`, async () => {
