@@ -25,6 +25,21 @@ export const MINE_LUA = `local function mine(session, me, force, stored)
 end
 `;
 
+/**
+ * Lua: `fenceStream(key)`, what a take-over does to each stream of the session: its last id moves
+ * past its last frame (unless its final frame is stored: nothing goes after that anyway), so Redis
+ * refuses the next frame of the writer it had, while the instance that took the session over
+ * stores its answers to the stream's lost calls past it (`<seq>-*`, see the event store's APPEND).
+ */
+export const FENCE_STREAM_LUA = `local function fenceStream(key)
+  if redis.call('TYPE', key).ok ~= 'stream' then return end
+  local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
+  if #last > 0 and not (last[1][2][1] == 'f' and last[1][2][4] == '1') then
+    redis.call('XSETID', key, (tonumber(string.match(last[1][1], '^(%d+)')) + 1) .. '-0')
+  end
+end
+`;
+
 /** What the writes of a forwarding owner need to be fenced (`RedisEventStore` gets it from its `cluster`). */
 export interface OwnerFence {
   instanceId: string;

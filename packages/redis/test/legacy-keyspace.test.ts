@@ -15,6 +15,7 @@ import { createMcpHandler, handleNodeRequest, type RestoreRecord } from '@mcp-ki
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { createRedisScaleOut, type ClusterMode, type RedisScaleOut } from '@mcp-kit/redis';
 import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { http } from '../../../tests/support/sse.js';
 
 let redis: TestRedis;
 let admin: Redis;
@@ -180,16 +181,7 @@ describe("a live session's next request on an upgraded instance", () => {
       try {
         await s.ready(5_000);
         await oldSession(prefix, 'old-http', { id: 'old-gone', url: 'http://127.0.0.1:9/mcp', alive: false });
-        const res = await fetch(url, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-            'mcp-protocol-version': '2025-11-25',
-            'mcp-session-id': 'old-http',
-          },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
-        });
+        const res = await http(url).post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-session-id': 'old-http' });
         const body = await res.text();
         expect(res.status, body).toBe(200);
         expect(body).toContain('long_task');

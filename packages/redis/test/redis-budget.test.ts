@@ -18,12 +18,7 @@ import { createMcpHandler, handleNodeRequest, type McpHandler } from '@mcp-kit/c
 import { createFixtureServer } from '@mcp-kit/fixtures';
 import { createRedisScaleOut, type ClusterMode, type RedisScaleOut } from '@mcp-kit/redis';
 import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
-
-const HEADERS = {
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  'mcp-protocol-version': '2025-11-25',
-};
+import { callTool, http, openSession as openRawSession } from '../../../tests/support/sse.js';
 
 /** Calls per Redis command name since Redis started. */
 async function commandCounts(admin: Redis): Promise<Record<string, number>> {
@@ -84,40 +79,16 @@ async function stopInstance(instance: Instance): Promise<void> {
 
 /** A session: `initialize`, then `notifications/initialized`; its id. */
 async function openSession(url: string): Promise<string> {
-  const init = await fetch(url, {
-    method: 'POST',
-    headers: HEADERS,
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'budget', version: '1.0.0' } },
-    }),
-  });
-  await init.text();
-  const sessionId = init.headers.get('mcp-session-id');
-  if (init.status !== 200 || !sessionId) throw new Error(`initialize answered ${init.status}`);
-  const initialized = await fetch(url, {
-    method: 'POST',
-    headers: { ...HEADERS, 'mcp-session-id': sessionId },
-    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
-  });
-  await initialized.text();
-  return sessionId;
+  return (await openRawSession(http(url))).sessionId;
 }
 
 let nextId = 1;
-/** One `tools/call`, read to its answer; how many SSE events it carried. */
-async function call(url: string, sessionId: string, name: string, args: Record<string, unknown> = {}): Promise<number> {
+/** One `tools/call`, read to its answer. */
+async function call(url: string, sessionId: string, name: string, args: Record<string, unknown> = {}): Promise<void> {
   const id = nextId++;
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { ...HEADERS, 'mcp-session-id': sessionId },
-    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
-  });
+  const res = await http(url).post(callTool(id, name, args), { 'mcp-session-id': sessionId });
   const body = await res.text();
   if (res.status !== 200 || !body.includes(`"id":${id}`)) throw new Error(`${name} answered ${res.status}: ${body.slice(0, 300)}`);
-  return body.split('\n').filter((line) => line.startsWith('data: {')).length;
 }
 
 /** What Redis executed, and what the instance sent, while `work` ran. */

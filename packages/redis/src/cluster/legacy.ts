@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { RestoreRecord } from '@mcp-kit/core';
 import { LuaScript } from '../client.js';
+import { FENCE_STREAM_LUA } from '../fence.js';
 import type { Keyspace } from '../keyspace.js';
 
 /**
@@ -53,7 +54,7 @@ export async function legacyStreams(client: Redis, keys: Keyspace, sessionId: st
 // as any) and fenced (their last id moved past their last frame). 0 when the session is in the
 // current keyspace already (another instance moved it first): read it again.
 export const MOVE_OVER = new LuaScript(
-  `if redis.call('HEXISTS', KEYS[1], 'o') == 1 or redis.call('HEXISTS', KEYS[1], 'r') == 1 then return 0 end
+  `${FENCE_STREAM_LUA}if redis.call('HEXISTS', KEYS[1], 'o') == 1 or redis.call('HEXISTS', KEYS[1], 'r') == 1 then return 0 end
 local t = redis.call('TIME')
 local e = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'u', ARGV[2], 'e', e, 'r', ARGV[3])
@@ -62,12 +63,7 @@ for i = 2, #KEYS, 2 do
   local n = i / 2
   local id = ARGV[5 + n]
   redis.call('HSET', KEYS[1], 'c:legacy.' .. n, '["' .. id .. '","",' .. (redis.call('GET', KEYS[i + 1]) or '[]') .. ']')
-  if redis.call('TYPE', KEYS[i]).ok == 'stream' then
-    local last = redis.call('XREVRANGE', KEYS[i], '+', '-', 'COUNT', 1)
-    if #last > 0 and not (last[1][2][1] == 'f' and last[1][2][4] == '1') then
-      redis.call('XSETID', KEYS[i], (tonumber(string.match(last[1][1], '^(%d+)')) + 1) .. '-0')
-    end
-  end
+  fenceStream(KEYS[i])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return e`,

@@ -1,5 +1,5 @@
 import { LuaScript } from '../client.js';
-import { MINE_LUA } from '../fence.js';
+import { FENCE_STREAM_LUA, MINE_LUA } from '../fence.js';
 import { REFUSE_LUA, ScriptRefusal } from '../script-errors.js';
 
 // The owner of a session is fields of its hash (see keyspace.ts): `o` the instance, `u` its
@@ -24,18 +24,11 @@ return 1`,
 // past its last frame, so Redis refuses the old owner's next frame, while this instance answers
 // the stream's lost calls after it (`<seq>-*`, see the event store's APPEND).
 export const TAKE_OVER = new LuaScript(
-  `if (redis.call('HGET', KEYS[1], 'o') or '') ~= ARGV[3] then return 0 end
+  `${FENCE_STREAM_LUA}if (redis.call('HGET', KEYS[1], 'o') or '') ~= ARGV[3] then return 0 end
 local t = redis.call('TIME')
 local e = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'u', ARGV[2], 'e', e)
-for i = 2, #KEYS do
-  if redis.call('TYPE', KEYS[i]).ok == 'stream' then
-    local last = redis.call('XREVRANGE', KEYS[i], '+', '-', 'COUNT', 1)
-    if #last > 0 and not (last[1][2][1] == 'f' and last[1][2][4] == '1') then
-      redis.call('XSETID', KEYS[i], (tonumber(string.match(last[1][1], '^(%d+)')) + 1) .. '-0')
-    end
-  end
-end
+for i = 2, #KEYS do fenceStream(KEYS[i]) end
 return e`,
   -1,
 );
