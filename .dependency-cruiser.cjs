@@ -1,19 +1,20 @@
 // Checked by dependency-cruiser in `npm run lint`, over the whole workspace:
-// - the layers of packages/core/src, bottom-up (docs/design.md, "Layers"). A module may import its
-//   own layer and the layers below it; an import that points up, or any import cycle (type-only
-//   imports included), fails the lint stage. To move a file to another layer, change the list here
-//   in the same commit, and say why;
+// - the layers of packages/core/src and packages/redis/src, bottom-up (docs/design.md, "Layers").
+//   A module may import its own layer and the layers below it; an import that points up, or any
+//   import cycle (type-only imports included), fails the lint stage. To move a file to another
+//   layer, change the list here in the same commit, and say why;
 // - what users run stands on the product, not on the tests: nothing outside tests/ imports tests/,
 //   and the testbed (packages/testbed: the processes, proxies and clients that demos, benchmarks
 //   and tests share) is reached by none of the published packages' sources nor the example apps,
 //   and itself imports no test runner.
-const SRC = '^packages/core/src/';
+const CORE = '^packages/core/src/';
+const REDIS = '^packages/redis/src/';
 const TESTBED = '^packages/testbed/';
 /** The testbed as an import names it, when the importer has no dependency on it to resolve it by. */
 const TESTBED_NAME = '^@mcp-kit/testbed(/|$)';
 
 /** Bottom-up. `paths` are regular expressions under packages/core/src/. */
-const LAYERS = [
+const CORE_LAYERS = [
   {
     name: 'base',
     holds: 'helpers with no MCP rule in them, and the ports: the contracts of stores, clusters, HTTP and MCP messages',
@@ -61,26 +62,69 @@ const LAYERS = [
   },
 ];
 
-const pathsOf = (layers) => layers.flatMap((layer) => layer.paths.map((p) => SRC + p));
+/** Bottom-up. `paths` are regular expressions under packages/redis/src/. */
+const REDIS_LAYERS = [
+  {
+    name: 'redis-base',
+    holds:
+      'what knows no session: the keyspace, the client and its Lua scripts, the eviction check, the owner fence, hop signing, the mode options, the HTTP forwarder',
+    paths: [
+      'keyspace\\.ts$',
+      'client\\.ts$',
+      'eviction\\.ts$',
+      'fence\\.ts$',
+      'hop\\.ts$',
+      'mode\\.ts$',
+      'forward\\.ts$',
+      'script-errors\\.ts$',
+    ],
+  },
+  {
+    name: 'redis-stores',
+    holds: 'what one kind of record needs, in either mode: the event store, the task store, the instance registry (heartbeats), the bus',
+    paths: ['events/', 'tasks\\.ts$', 'cluster/(registry|bus|directory|legacy)\\.ts$'],
+  },
+  {
+    name: 'redis-modes',
+    holds: 'one strategy per cluster mode over the stores: forwarding (owners) and shared (copies), and the contract both implement',
+    paths: [
+      'cluster/strategy\\.ts$',
+      'cluster/forwarding\\.ts$',
+      'cluster/owner-scripts\\.ts$',
+      'cluster/shared\\.ts$',
+      'cluster/copy-scripts\\.ts$',
+    ],
+  },
+  {
+    name: 'redis-entry',
+    holds: 'RedisSessionCluster (picks the mode once), createRedisScaleOut, the public entry',
+    paths: ['cluster\\.ts$', 'scale-out\\.ts$', 'index\\.ts$'],
+  },
+];
+
+const pathsOf = (src, layers) => layers.flatMap((layer) => layer.paths.map((p) => src + p));
 
 /** One rule per layer: nothing in it imports a layer above it. */
-const pointDown = LAYERS.slice(0, -1).map((layer, i) => ({
-  name: `${layer.name}-points-down`,
-  comment: `the ${layer.name} layer (${layer.holds}) imports only itself and the layers below it: not ${LAYERS.slice(i + 1)
-    .map((l) => l.name)
-    .join(', ')}`,
-  severity: 'error',
-  from: { path: pathsOf([layer]) },
-  to: { path: pathsOf(LAYERS.slice(i + 1)) },
-}));
+const pointDown = (src, layers) =>
+  layers.slice(0, -1).map((layer, i) => ({
+    name: `${layer.name}-points-down`,
+    comment: `the ${layer.name} layer (${layer.holds}) imports only itself and the layers below it: not ${layers
+      .slice(i + 1)
+      .map((l) => l.name)
+      .join(', ')}`,
+    severity: 'error',
+    from: { path: pathsOf(src, [layer]) },
+    to: { path: pathsOf(src, layers.slice(i + 1)) },
+  }));
 
 module.exports = {
   forbidden: [
     {
       name: 'no-cycles',
-      comment: 'an import cycle in packages/core/src (type-only imports count): break it with a port or a type named by shape',
+      comment:
+        'an import cycle in packages/core/src or packages/redis/src (type-only imports count): break it with a port or a type named by shape',
       severity: 'error',
-      from: { path: SRC },
+      from: { path: [CORE, REDIS] },
       to: { circular: true },
     },
     {
@@ -88,18 +132,34 @@ module.exports = {
       comment:
         'the single-instance engine never imports the cluster layer: it asks through the port it defines (engine/cluster-port.ts), which cluster/layer.ts implements',
       severity: 'error',
-      from: { path: [SRC + 'engine/', SRC + 'modern/'] },
-      to: { path: SRC + 'cluster/' },
+      from: { path: [CORE + 'engine/', CORE + 'modern/'] },
+      to: { path: CORE + 'cluster/' },
     },
     {
       name: 'eras-apart',
       comment:
         'the 2026 engine (modern/) uses of engine/ only what both eras share (the context, the call lifetime, the cluster port), never a 2025 verb',
       severity: 'error',
-      from: { path: SRC + 'modern/' },
-      to: { path: SRC + 'engine/', pathNot: SRC + 'engine/(context|call-lifetime|cluster-port)\\.ts$' },
+      from: { path: CORE + 'modern/' },
+      to: { path: CORE + 'engine/', pathNot: CORE + 'engine/(context|call-lifetime|cluster-port)\\.ts$' },
     },
-    ...pointDown,
+    ...pointDown(CORE, CORE_LAYERS),
+    {
+      name: 'modes-apart',
+      comment:
+        "the two cluster modes of @mcp-kit/redis share only what is below them (and the contract in cluster/strategy.ts): forwarding's files never import shared mode's, nor the reverse",
+      severity: 'error',
+      from: { path: REDIS + 'cluster/(forwarding|owner-scripts)\\.ts$' },
+      to: { path: REDIS + 'cluster/(shared|copy-scripts)\\.ts$' },
+    },
+    {
+      name: 'modes-apart-too',
+      comment: "the two cluster modes of @mcp-kit/redis share only what is below them: shared mode's files never import forwarding's",
+      severity: 'error',
+      from: { path: REDIS + 'cluster/(shared|copy-scripts)\\.ts$' },
+      to: { path: REDIS + 'cluster/(forwarding|owner-scripts)\\.ts$' },
+    },
+    ...pointDown(REDIS, REDIS_LAYERS),
     {
       name: 'not-into-tests',
       comment:
@@ -126,16 +186,17 @@ module.exports = {
     },
     {
       name: 'in-a-layer',
-      comment: 'every module of packages/core/src belongs to a layer: add its path to LAYERS in .dependency-cruiser.cjs',
+      comment:
+        'every module of packages/core/src and packages/redis/src belongs to a layer: add its path to the layers in .dependency-cruiser.cjs',
       severity: 'error',
-      from: { path: SRC, pathNot: pathsOf(LAYERS) },
+      from: { path: [CORE, REDIS], pathNot: [...pathsOf(CORE, CORE_LAYERS), ...pathsOf(REDIS, REDIS_LAYERS)] },
       to: {},
     },
     {
       name: 'resolvable',
       comment: 'an import that resolves to no file',
       severity: 'error',
-      from: { path: SRC },
+      from: { path: [CORE, REDIS] },
       to: {
         couldNotResolve: true,
         dependencyTypesNot: ['npm', 'npm-dev', 'npm-peer', 'npm-optional', 'core', 'npm-no-pkg', 'npm-unknown'],

@@ -151,9 +151,10 @@ async function intrude(url: string, sessionId: string, eventId: string, authoriz
   return out;
 }
 
-async function keys(sessionId: string): Promise<{ owner: string | null; restore: string | null }> {
-  const [owner, restore] = await Promise.all([store.get(`mcp-kit:owner:${sessionId}`), store.get(`mcp-kit:restore:${sessionId}`)]);
-  return { owner, restore };
+/** The session's owner (its instance and URL, forwarding) and record, from its hash. */
+async function keys(sessionId: string): Promise<{ owner: { i: string; u: string } | null; restore: string | null }> {
+  const [owner, url, restore] = await store.hmget(`mcp-kit:{${sessionId}}:s`, 'o', 'u', 'r');
+  return { owner: owner ? { i: owner, u: url! } : null, restore };
 }
 
 /** Resolves when Redis expires `key` (a keyspace notification), or at once if it is gone already. */
@@ -184,7 +185,7 @@ describe('restore records are bound to their principal', () => {
     nodes.push(a, b);
     const { sessionId, eventId } = await aliceSession(a);
     await a.handler.drain({ deadlineMs: 5_000 });
-    expect(await keys(sessionId)).toMatchObject({ owner: null, restore: expect.stringContaining('"initialize"') });
+    expect(await keys(sessionId)).toMatchObject({ owner: null, restore: expect.stringContaining('"clientInfo"') });
 
     for (const who of INTRUDERS) {
       for (const attempt of await intrude(b.url, sessionId, eventId, who)) {
@@ -229,10 +230,10 @@ describe('restore records are bound to their principal', () => {
       expect(attempt.text).toContain('another principal');
     }
     expect(b.handler.sessionCount).toBe(0);
-    if (!SHARED) expect(JSON.parse((await keys(sessionId)).owner!)).toMatchObject({ u: a.url });
+    if (!SHARED) expect((await keys(sessionId)).owner).toMatchObject({ u: a.url });
     const again = await aliceAgain(b.url, sessionId);
     expect(again).toMatchObject({ status: 200, servedBy: 'B' });
     if (SHARED) expect((await keys(sessionId)).owner).toBeNull();
-    else expect(JSON.parse((await keys(sessionId)).owner!)).toMatchObject({ u: b.url });
+    else expect((await keys(sessionId)).owner).toMatchObject({ u: b.url });
   });
 });

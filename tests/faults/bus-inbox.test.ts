@@ -11,7 +11,8 @@ import { startSharedPair } from '@mcp-kit/testbed/shared-pair';
 import { callTool, initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
 import { http } from '@mcp-kit/testbed/fetch-client';
 
-const BUS = /mcp-kit:bus:/;
+/** A session's bus channel: `mcp-kit:{<session id>}:bus`. */
+const BUS = /mcp-kit:\{[^}]*\}:bus/;
 
 /** What each test started, stopped in reverse order after it. */
 const started: Array<() => Promise<void>> = [];

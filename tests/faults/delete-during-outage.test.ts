@@ -69,9 +69,10 @@ async function eventually(what: string, check: () => Promise<boolean>, timeoutMs
   }
 }
 
-/** The session's owner and restore records are gone from Redis: its end went through. */
+/** The session's owner and record are gone from Redis (fields of its hash): its end went through. */
 async function recordsGone(redis: TestRedis, sessionId: string): Promise<boolean> {
-  return (await redisCommand(redis.port, 'EXISTS', `mcp-kit:owner:${sessionId}`, `mcp-kit:restore:${sessionId}`)) === 0;
+  const [owner, record] = (await redisCommand(redis.port, 'HMGET', `mcp-kit:{${sessionId}}:s`, 'o', 'r')) as Array<string | null>;
+  return owner === null && record === null;
 }
 
 /** A's DELETE, answered 503 with a JSON-RPC error the client can retry on. */

@@ -40,11 +40,11 @@ async function commandCalls(): Promise<Map<string, number>> {
 
 describe('a drain among 10,000 idle sessions', () => {
   it(`hands ${HANDED_OVER} requests over to the live peer with a constant number of Redis commands each, no scan, no 503`, async () => {
-    // What 10,000 idle sessions leave in Redis: an owner record and a restore record each.
+    // What 10,000 idle sessions leave in Redis: a hash each, with its owner and record.
     const pipeline = admin.pipeline();
     for (let i = 0; i < IDLE_SESSIONS; i++) {
-      pipeline.set(`mcp-kit:owner:idle-${i}`, JSON.stringify({ i: 'gone', u: 'http://127.0.0.1:9/mcp', p: null }), 'PX', 600_000);
-      pipeline.set(`mcp-kit:restore:idle-${i}`, JSON.stringify({ p: null, r: {} }), 'PX', 600_000);
+      pipeline.hset(`mcp-kit:{idle-${i}}:s`, 'o', 'gone', 'u', 'http://127.0.0.1:9/mcp', 'r', '{"i":0}');
+      pipeline.pexpire(`mcp-kit:{idle-${i}}:s`, 600_000);
     }
     await pipeline.exec();
     // A call running on B keeps its drain going while the requests arrive. Its steps are counted

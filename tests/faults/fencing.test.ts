@@ -49,7 +49,7 @@ async function answer(url: string, id: number, headers: Record<string, string>):
 }
 
 /** The owner's record of a session: which instance it names. */
-const ownerOf = async (sessionId: string) => JSON.parse((await admin.get(`mcp-kit:owner:${sessionId}`)) ?? '{}').i as string | undefined;
+const ownerOf = async (sessionId: string) => (await admin.hget(`mcp-kit:{${sessionId}}:s`, 'o')) ?? undefined;
 
 /**
  * A session opened and served on X; X then `SIGSTOP`ped until its instance key expires, and the
@@ -88,7 +88,7 @@ describe('an owner paused past its heartbeat window, then resumed', () => {
     }
     // X let its copy go without deleting anything of Y's: the owner and restore records stand.
     expect(await owner()).toBe(yId);
-    expect(await admin.exists(`mcp-kit:restore:${sessionId}`)).toBe(1);
+    expect(await admin.hexists(`mcp-kit:{${sessionId}}:s`, 'r')).toBe(1);
     expect((await answer(x.url, 9, headers)).servedBy).toBe(y.name);
   }, 60_000);
 });
@@ -156,14 +156,14 @@ describe('a session its new owner ended while the old one was paused', () => {
     const { headers, sessionId, xId } = await takenOverWhileXIsPaused();
     // The client ends its session on Y, the owner now.
     expect((await http(y.url).del(headers)).status).toBe(200);
-    await until('Y released the session', async () => (await admin.exists(`mcp-kit:owner:${sessionId}`)) === 0);
+    await until('Y released the session', async () => (await admin.hexists(`mcp-kit:{${sessionId}}:s`, 'o')) === 0);
 
     process.kill(x.pid, 'SIGCONT');
     await until('X beats again', async () => (await admin.exists(`mcp-kit:instance:${xId}`)) === 1);
     const res = await http(x.url).post(callTool(4, 'test_simple_text'), headers);
     await res.body?.cancel();
     expect(res.status).toBe(404);
-    expect(await admin.exists(`mcp-kit:owner:${sessionId}`)).toBe(0);
+    expect(await admin.hexists(`mcp-kit:{${sessionId}}:s`, 'o')).toBe(0);
   }, 60_000);
 });
 

@@ -20,6 +20,13 @@ import { redisCommand } from '@mcp-kit/testbed/redis-command';
 import { http, openSession, SseStream } from '@mcp-kit/testbed/fetch-client';
 import { initializeRequest } from '@mcp-kit/testbed/requests';
 
+/**
+ * ACL key patterns under which every key but a session's hash (`mcp-kit:{<id>}:s`: its record and
+ * owner) is written as before, and that hash is read-only: the deployment-wide keys, the
+ * instances' index, and a session's other keys (a suffix of two characters or more).
+ */
+const SESSIONS_READ_ONLY = ['~mcp-kit:[^{]*', '~mcp-kit:{instances}*', '~mcp-kit:{*}:??*', '%R~mcp-kit:{*}:s'];
+
 const ENV = { HEARTBEAT_MS: '1000', RETRY_MS: '100' };
 
 /** The sessions A opened since `since` (by the live feed's clock, the same machine's), and how many of them are still open. */
@@ -98,21 +105,13 @@ for (const mode of ['forward', 'shared'] as const) {
       await redis?.stop();
     });
 
-    /** Where the session's record lives: the key Redis is made to refuse. */
+    /** What the session's hash holds that Redis is made to refuse: its owner (forwarding) or its record (shared). */
     const recordKind = mode === 'forward' ? 'owner' : 'restore';
 
     it(`initialize while Redis refuses to write the session's ${recordKind} record: 503, no session id, nothing left on A`, async () => {
-      // Everything else is written as before (the initialize's stream, heartbeats): only the
-      // record is refused, as Redis answers a write it cannot take (NOPERM, OOM, READONLY).
-      await redisCommand(
-        redis.port,
-        'ACL',
-        'SETUSER',
-        'default',
-        'resetkeys',
-        `~mcp-kit:[^${recordKind[0]}]*`,
-        `%R~mcp-kit:${recordKind}:*`,
-      );
+      // Everything else is written as before (heartbeats, streams): only the session's hash is
+      // refused, as Redis answers a write it cannot take (NOPERM, OOM, READONLY).
+      await redisCommand(redis.port, 'ACL', 'SETUSER', 'default', 'resetkeys', ...SESSIONS_READ_ONLY);
       let init: Response;
       const since = Date.now();
       try {
@@ -187,7 +186,7 @@ describe('shared cluster answering with JSON bodies (jsonResponse, in process)',
     const url = `http://127.0.0.1:${port}/mcp`;
     try {
       await scaleOut.ready();
-      await redisCommand(redis.port, 'ACL', 'SETUSER', 'default', 'resetkeys', '~mcp-kit:[^r]*', '%R~mcp-kit:restore:*');
+      await redisCommand(redis.port, 'ACL', 'SETUSER', 'default', 'resetkeys', ...SESSIONS_READ_ONLY);
       try {
         await expectRefused(await http(url).post(initializeRequest(1)));
       } finally {
@@ -200,7 +199,7 @@ describe('shared cluster answering with JSON bodies (jsonResponse, in process)',
       expect(init.headers.get('content-type')).toMatch(/^application\/json/);
       expect(await init.json()).toMatchObject({ id: 2, result: { protocolVersion: '2025-11-25' } });
       const sessionId = init.headers.get('mcp-session-id')!;
-      expect(await redisCommand(redis.port, 'EXISTS', `mcp-kit:restore:${sessionId}`)).toBe(1);
+      expect(await redisCommand(redis.port, 'HEXISTS', `mcp-kit:{${sessionId}}:s`, 'r')).toBe(1);
       expect(handler.sessionCount).toBe(1);
     } finally {
       server.closeAllConnections();

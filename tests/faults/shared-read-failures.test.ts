@@ -14,7 +14,8 @@ import { startSharedPair } from '@mcp-kit/testbed/shared-pair';
 import { http } from '@mcp-kit/testbed/fetch-client';
 import { initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
 
-const BUS = /mcp-kit:bus:/;
+/** A session's bus channel: `mcp-kit:{<session id>}:bus`. */
+const BUS = /mcp-kit:\{[^}]*\}:bus/;
 
 /** What each test started, stopped in reverse order after it. */
 const started: Array<() => Promise<void>> = [];
@@ -46,11 +47,11 @@ it("a failed read of a session's record for a copy is tried again: the request i
   const { faults, a, b } = await startSharedPair(started);
   const headers = await session(b.url);
 
-  // The next GET A sends (the read of the session's record) fails.
-  failNext(faults, 'GET');
+  // The next HMGET A sends (the read of the session's record from its hash) fails.
+  failNext(faults, 'HMGET');
   const listed = await http(a.url).post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
   const body = await listed.text();
-  expect(faults.failed.get('GET')).toBe(1);
+  expect(faults.failed.get('HMGET')).toBe(1);
   // Before: 503 "the session directory is unavailable; retry later", which ends an SDK client's call.
   expect(listed.status, body).toBe(200);
   expect(body).toContain('long_task');
@@ -64,12 +65,12 @@ it('a failed check of the copies held after a gap is made again: the request is 
   expect(first.status, await first.text()).toBe(200);
 
   // A gap: A's subscriber drops (and stays away), so A checks its copies before serving one; the
-  // first check's EXISTS fails.
+  // first check's HEXISTS (is the session's record still there?) fails.
   expect(faults.cutSubscribers(BUS)).toBe(1);
-  failNext(faults, 'EXISTS');
+  failNext(faults, 'HEXISTS');
   const listed = await http(a.url).post({ jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
   const body = await listed.text();
-  expect(faults.failed.get('EXISTS')).toBe(1);
+  expect(faults.failed.get('HEXISTS')).toBe(1);
   // Before: 503 "the session directory is unavailable; retry later".
   expect(listed.status, `${body}\n${a.output.slice(-2_000)}`).toBe(200);
 }, 30_000);

@@ -16,7 +16,8 @@ import { http } from '@mcp-kit/testbed/fetch-client';
 import { initializeRequest, LEGACY } from '@mcp-kit/testbed/requests';
 
 const ENV = { CLUSTER: 'shared', HEARTBEAT_MS: '300', RETRY_MS: '100', LIVE_PAGE: '0' };
-const BUS = /mcp-kit:bus:/;
+/** A session's bus channel: `mcp-kit:{<session id>}:bus`. */
+const BUS = /mcp-kit:\{[^}]*\}:bus/;
 
 /** What each test started, stopped in reverse order after it. */
 const started: Array<() => Promise<void>> = [];
@@ -53,9 +54,10 @@ it('two resources/subscribe through two copies both stay in the record, at once 
     // The saves run after the answers: give them a moment.
     const deadline = Date.now() + 3_000;
     for (;;) {
-      const raw = (await redisCommand(redis.port, 'GET', `mcp-kit:restore:${headers['mcp-session-id']}`)) as string;
-      const saved = JSON.parse(raw) as { r: { subscriptions?: Array<{ uri: string }> } };
-      const uris = (saved.r.subscriptions ?? []).map((s) => s.uri).sort();
+      const raw = (await redisCommand(redis.port, 'HGET', `mcp-kit:{${headers['mcp-session-id']}}:s`, 'r')) as string;
+      // The record as the session's hash keeps it: its subscriptions are `s`.
+      const saved = JSON.parse(raw) as { s?: Array<{ uri: string }> };
+      const uris = (saved.s ?? []).map((s) => s.uri).sort();
       if (uris.length === 2 || Date.now() > deadline) return uris;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

@@ -18,7 +18,8 @@ import { http } from '@mcp-kit/testbed/fetch-client';
 
 const HEARTBEAT_MS = 300;
 const ENV = { CLUSTER: 'shared', HEARTBEAT_MS: String(HEARTBEAT_MS), RETRY_MS: '100', LIVE_PAGE: '0' };
-const BUS = /mcp-kit:bus:/;
+/** A session's bus channel: `mcp-kit:{<session id>}:bus`. */
+const BUS = /mcp-kit:\{[^}]*\}:bus/;
 
 /** What each test started, stopped in reverse order after it. */
 const started: Array<() => Promise<void>> = [];

@@ -230,12 +230,13 @@ export class LuaScript {
     this.sha = createHash('sha1').update(lua).digest('hex');
   }
 
-  async run(client: Redis, args: Array<string | number>): Promise<unknown> {
+  /** `args` are the keys, then the arguments; `keys` says how many keys (a script made with a negative count takes as many as each call gives). */
+  async run(client: Redis, args: Array<string | number>, keys = this.keys): Promise<unknown> {
     try {
-      return await client.evalsha(this.sha, this.keys, ...args);
+      return await client.evalsha(this.sha, keys, ...args);
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return client.eval(this.lua, this.keys, ...args);
+      return client.eval(this.lua, keys, ...args);
     }
   }
 }

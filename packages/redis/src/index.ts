@@ -1,5 +1,5 @@
-export { RedisEventStore } from './store.js';
-export type { RedisEventStoreOptions } from './store.js';
+export { RedisEventStore } from './events/store.js';
+export type { RedisEventStoreOptions } from './events/store.js';
 export { RedisSessionCluster } from './cluster.js';
 export { RedisTaskStore } from './tasks.js';
 export type { RedisTaskStoreOptions } from './tasks.js';
@@ -11,3 +11,4 @@ export { createRedisClient, whenReady } from './client.js';
 export type { RedisClientOptions, RedisSentinelTarget } from './client.js';
 export { HttpForwarder } from './forward.js';
 export type { ForwarderOptions } from './forward.js';
+export type { OwnerFence, StoreLink } from './fence.js';

@@ -1,9 +1,8 @@
 import type { Redis } from 'ioredis';
 import { checkClient, createRedisClient, type RedisSentinelTarget } from './client.js';
 import { RedisSessionCluster, type RedisSessionClusterOptions } from './cluster.js';
-import type { OwnerFence } from './fence.js';
 import { clusterMode } from './mode.js';
-import { RedisEventStore, type RedisEventStoreOptions } from './store.js';
+import { RedisEventStore, type RedisEventStoreOptions } from './events/store.js';
 import { RedisTaskStore, type RedisTaskStoreOptions } from './tasks.js';
 
 export interface RedisScaleOutOptions
@@ -64,21 +63,9 @@ export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOu
   // The handler closes the cluster first, then the store: the store closes the shared connection.
   const cluster = new RedisSessionCluster({ ...options, mode, client, ownsClient: false });
   const taskStore = new RedisTaskStore({ ...options, client, ownsClient: false });
-  // A stale owner (one that was away past its heartbeat window) stores nothing in a session a peer took over.
-  // In a shared cluster nobody owns a session: each stream records its writer instead (a resume
-  // elsewhere answers the call with an error if that instance stops beating mid-call).
-  const prefix = options.keyPrefix ?? 'mcp-kit:';
-  const fence: OwnerFence = {
-    instanceId: cluster.instanceId,
-    ownerKeyPrefix: `${prefix}owner:`,
-    generationKey: `${prefix}generation`,
-    generation: () => cluster.fenceGeneration,
-  };
-  const eventStore = new RedisEventStore({
-    ...options,
-    client,
-    ownsClient: owns,
-    ...(cluster.shared ? { writerId: cluster.instanceId } : { fence }),
-  });
+  // Forwarding: a stale owner (one that was away past its heartbeat window) stores nothing in a
+  // session a peer took over. Shared: nobody owns a session; each stream names its writer instead
+  // (a resume elsewhere answers the call with an error if that instance stops beating mid-call).
+  const eventStore = new RedisEventStore({ ...options, client, ownsClient: owns, cluster });
   return { eventStore, cluster, taskStore, client, ready: (timeoutMs) => cluster.ready(timeoutMs) };
 }

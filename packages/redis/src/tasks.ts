@@ -3,6 +3,7 @@ import type { TaskChange, TaskRecord, TaskSignalListener, TaskStore } from '@mcp
 import { positiveInt } from '@mcp-kit/core/internal';
 import { checkClient, createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
 import { checkEvictionPolicy } from './eviction.js';
+import { Keyspace } from './keyspace.js';
 
 export interface RedisTaskStoreOptions {
   /** Redis to connect to. Give this or `client`. */
@@ -104,6 +105,7 @@ return {status or '', answers}`,
 export class RedisTaskStore implements TaskStore {
   readonly client: Redis;
   readonly keyPrefix: string;
+  private readonly keys: Keyspace;
   private readonly maxTtlMs: number;
   private readonly checkEveryMs: number;
   private readonly ownsClient: boolean;
@@ -125,6 +127,7 @@ export class RedisTaskStore implements TaskStore {
       createRedisClient(options.url as string, { commandTimeoutMs: options.commandTimeoutMs, connectionName: 'mcp-kit-tasks' });
     this.ownsClient = options.ownsClient ?? !options.client;
     this.keyPrefix = options.keyPrefix ?? 'mcp-kit:';
+    this.keys = new Keyspace(this.keyPrefix);
     this.maxTtlMs = positiveInt(options.maxTtlMs ?? 7 * 24 * 60 * 60_000, 'maxTtlMs', 'RedisTaskStore');
     this.checkEveryMs = positiveInt(options.checkEveryMs ?? 2_000, 'checkEveryMs', 'RedisTaskStore');
   }
@@ -153,7 +156,15 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async get(taskId: string): Promise<TaskRecord | undefined> {
-    const results = await this.client.pipeline().hgetall(this.taskKey(taskId)).hgetall(this.inputKey(taskId)).exec();
+    // A task an instance of the version before 0.2 runs (a rolling deploy from it): its keys had no hash tag.
+    return (
+      (await this.read(this.keys.task(taskId), this.keys.taskInput(taskId))) ??
+      this.read(this.keys.legacy.task(taskId), this.keys.legacy.taskInput(taskId))
+    );
+  }
+
+  private async read(taskKey: string, inputKey: string): Promise<TaskRecord | undefined> {
+    const results = await this.client.pipeline().hgetall(taskKey).hgetall(inputKey).exec();
     const [[e1, fields], [e2, input]] = results as [[Error | null, Record<string, string>], [Error | null, Record<string, string>]];
     if (e1 || e2) throw e1 ?? e2;
     if (!fields || fields.status === undefined) return undefined;
@@ -178,20 +189,20 @@ export class RedisTaskStore implements TaskStore {
 
   async answer(taskId: string, responses: Record<string, unknown>): Promise<boolean> {
     const pairs = Object.entries(responses).flatMap(([k, v]) => [k, JSON.stringify(v)]);
-    const keys = [this.taskKey(taskId), this.inputKey(taskId), this.answersKey(taskId)];
-    const taken = (await ANSWER.run(this.client, [...keys, Date.now(), this.channelPrefix(), ...pairs])) as number;
+    const answer = (keys: string[]) => ANSWER.run(this.client, [...keys, Date.now(), this.channelPrefix(), ...pairs]) as Promise<number>;
+    let taken = await answer([this.taskKey(taskId), this.inputKey(taskId), this.answersKey(taskId)]);
+    // No such task: maybe one an instance of the version before 0.2 runs (see `get`).
+    if (taken === -1)
+      taken = await answer([this.keys.legacy.task(taskId), this.keys.legacy.taskInput(taskId), this.keys.legacy.taskAnswers(taskId)]);
     if (taken > 0) this.announce(taskId);
     return taken >= 0;
   }
 
   async cancel(taskId: string, reason: string): Promise<boolean> {
-    const done = (await CANCEL.run(this.client, [
-      this.taskKey(taskId),
-      this.inputKey(taskId),
-      Date.now(),
-      this.channelPrefix(),
-      reason,
-    ])) as number;
+    const cancel = (keys: string[]) => CANCEL.run(this.client, [...keys, Date.now(), this.channelPrefix(), reason]) as Promise<number>;
+    let done = await cancel([this.taskKey(taskId), this.inputKey(taskId)]);
+    // No such task: maybe one an instance of the version before 0.2 runs (see `get`).
+    if (done === -1) done = await cancel([this.keys.legacy.task(taskId), this.keys.legacy.taskInput(taskId)]);
     if (done > 0) this.announce(taskId);
     return done >= 0;
   }
@@ -271,23 +282,23 @@ export class RedisTaskStore implements TaskStore {
   }
 
   private taskKey(taskId: string): string {
-    return `${this.keyPrefix}task:${taskId}`;
+    return this.keys.task(taskId);
   }
 
   private inputKey(taskId: string): string {
-    return `${this.keyPrefix}task:${taskId}:input`;
+    return this.keys.taskInput(taskId);
   }
 
   private answersKey(taskId: string): string {
-    return `${this.keyPrefix}task:${taskId}:answers`;
+    return this.keys.taskAnswers(taskId);
   }
 
   private changesChannel(): string {
-    return `${this.keyPrefix}task-changes`;
+    return this.keys.taskChanges();
   }
 
   private channelPrefix(): string {
-    return `${this.keyPrefix}tasks:`;
+    return this.keys.taskSignals('');
   }
 }
 

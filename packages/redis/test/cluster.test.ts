@@ -57,8 +57,10 @@ describe('RedisSessionCluster', () => {
     });
     expect(await a.lookupOwner('sess-1')).toMatchObject({ instanceId: 'a1', self: true });
     expect(await b.lookupOwner('never-claimed')).toBeUndefined();
-    // Owner records expire eventually (ownerTtlMs); the instance key lives 3 heartbeats.
-    expect(await admin.pttl('t100:owner:sess-1')).toBeGreaterThan(23 * 60 * 60_000);
+    // The owner is part of the session (a hash under its hash tag), which lives ownerTtlMs until its
+    // record is saved (then as long as the session); the instance key lives 3 heartbeats.
+    expect(await admin.hmget('t100:{sess-1}:s', 'o', 'u', 'p')).toEqual(['a1', 'http://a1.internal:3000/mcp', 'client\u0000sub']);
+    expect(await admin.pttl('t100:{sess-1}:s')).toBeGreaterThan(23 * 60 * 60_000);
     expect(await admin.pttl('t100:instance:a1')).toBeLessThanOrEqual(300);
   });
 
@@ -69,7 +71,7 @@ describe('RedisSessionCluster', () => {
     expect(await a.activeElsewhere('sess-7')).toBe(false);
     await b.touch('sess-7');
     expect(await a.activeElsewhere('sess-7')).toBe(true);
-    const ttl = await admin.pttl('t100:seen:sess-7');
+    const ttl = await admin.pttl('t100:{sess-7}:seen');
     expect(ttl).toBeGreaterThan(b.ownerCheckMs * 2);
     expect(ttl).toBeLessThanOrEqual(b.ownerCheckMs * 3);
   });
@@ -80,7 +82,7 @@ describe('RedisSessionCluster', () => {
     await a.claim('sess-2', undefined);
     await a.release('sess-2');
     expect(await b.lookupOwner('sess-2')).toBeUndefined();
-    expect(await admin.exists('t100:owner:sess-2')).toBe(0);
+    expect(await admin.hexists('t100:{sess-2}:s', 'o')).toBe(0);
   });
 
   it('an instance that stops beating is gone after 3 heartbeats: its sessions have no owner', async () => {
@@ -89,8 +91,8 @@ describe('RedisSessionCluster', () => {
     await a.claim('sess-3', undefined);
     expect(await b.lookupOwner('sess-3')).toMatchObject({ instanceId: 'a3' });
     // A crash: the heartbeat stops, nothing is cleaned up.
-    (a as unknown as { timer: NodeJS.Timeout }).timer.unref();
-    clearInterval((a as unknown as { timer: NodeJS.Timeout }).timer);
+    const { registry } = a as unknown as { registry: { timer: NodeJS.Timeout } };
+    clearInterval(registry.timer);
     await eventually(async () => expect(await b.lookupOwner('sess-3')).toBeUndefined());
   });
 
@@ -104,8 +106,11 @@ describe('RedisSessionCluster', () => {
     a.onLost((id) => lost.push(id));
     // A was away past its window (its instance key expired); B took one of its sessions over.
     // (What B's takeOver writes, in one step with A's key expiring, so A's own beat cannot come between.)
-    const record = JSON.stringify({ i: 'b-fresh', u: 'http://b-fresh.internal:3000/mcp', p: null });
-    await admin.multi().del('t100:instance:a-stale').set('t100:owner:sess-fenced', record, 'PX', 60_000).exec();
+    await admin
+      .multi()
+      .del('t100:instance:a-stale')
+      .hset('t100:{sess-fenced}:s', 'o', 'b-fresh', 'u', 'http://b-fresh.internal:3000/mcp')
+      .exec();
     // A's next beat writes back the session it still owns, and lets go of the other.
     await eventually(async () => expect(lost).toEqual(['sess-fenced']));
     expect(await b.lookupOwner('sess-fenced')).toMatchObject({ instanceId: 'b-fresh', self: true });
@@ -113,7 +118,7 @@ describe('RedisSessionCluster', () => {
     // Its release (an idle expiry, a DELETE it was still holding) is refused: B's records stand.
     expect(await a.release('sess-fenced')).toBe(false);
     expect(await b.lookupOwner('sess-fenced')).toMatchObject({ instanceId: 'b-fresh', self: true });
-    expect(await admin.exists('t100:restore:sess-fenced')).toBe(1);
+    expect(await admin.hexists('t100:{sess-fenced}:s', 'r')).toBe(1);
     expect(await a.release('sess-kept')).toBe(true);
     expect(await b.lookupOwner('sess-kept')).toBeUndefined();
   });
@@ -140,13 +145,14 @@ describe('RedisSessionCluster', () => {
       await scaleA.cluster.saveRecord(key.sessionId, { initialize }, 60_000);
       await scaleA.eventStore.createStream(key);
       await scaleA.eventStore.append(key, 1, frameOf(1), false);
-      // B takes the session over (as after A was away past its window).
-      await admin.set('fence:owner:sess-writes', JSON.stringify({ i: 'b-fence', u: 'http://b-fence.internal/mcp', p: null }));
+      // B takes the session over (as after A was away past its window: its instance key expired).
+      await admin.del('fence:instance:a-fence');
+      expect(await scaleB.cluster.takeOver(key.sessionId, undefined)).toMatchObject({ record: { initialize } });
       await scaleB.cluster.saveRecord(key.sessionId, { initialize: { ...initialize, params: { clientInfo: { name: 'b' } } } }, 60_000);
       await expect(scaleA.eventStore.append(key, 2, frameOf(2), false)).rejects.toThrow(/another instance owns this session now/);
       await scaleB.eventStore.append(key, 2, frameOf(2), true);
       await scaleA.cluster.saveRecord(key.sessionId, { initialize }, 60_000);
-      expect(JSON.parse((await admin.get('fence:restore:sess-writes'))!).r.initialize.params.clientInfo.name).toBe('b');
+      expect(JSON.parse((await admin.hget('fence:{sess-writes}:s', 'r'))!).a.clientInfo.name).toBe('b');
       expect(await scaleB.eventStore.replayAfter(key.sessionId, key.streamId, 0)).toMatchObject({ ok: true, lastSeq: 2, complete: true });
     } finally {
       await scaleA.cluster.close();

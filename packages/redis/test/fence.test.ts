@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { RestoreRecord, StreamKey } from '@mcp-kit/core';
-import { createRedisScaleOut, type RedisScaleOut, type RedisSessionCluster } from '@mcp-kit/redis';
+import { createRedisScaleOut, RedisEventStore, RedisSessionCluster, type RedisScaleOut } from '@mcp-kit/redis';
 import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 
 let redis: TestRedis;
@@ -46,7 +46,7 @@ async function instance(name: string, prefix: string): Promise<RedisScaleOut> {
 }
 
 /** One heartbeat now (the interval is a minute away). */
-const beat = (c: RedisSessionCluster) => (c as unknown as { heartbeat(): Promise<void> }).heartbeat();
+const beat = (c: RedisSessionCluster) => (c as unknown as { registry: { heartbeat(): Promise<void> } }).registry.heartbeat();
 
 const record = (name: string): RestoreRecord => ({
   initialize: {
@@ -87,7 +87,7 @@ describe('a stale owner writes nothing in a session that is not its own any more
     // A new stream (a request the stale copy still took) and a closeSSEStream of its old one.
     const other = { sessionId: key.sessionId, streamId: 'other'.padEnd(22, '0') };
     await expect(a.eventStore.createStream(other, [8])).rejects.toMatchObject({ name: 'StreamTakenOver' });
-    expect(await admin.exists(`f1:{${key.sessionId}}:${other.streamId}`)).toBe(0);
+    expect(JSON.stringify(await admin.hvals(`f1:{${key.sessionId}}:s`))).not.toContain(other.streamId);
     await expect(a.eventStore.closeTails(key, 1, 5_000)).rejects.toMatchObject({ name: 'StreamTakenOver' });
     expect(await admin.exists(`f1:{${key.sessionId}}:${key.streamId}:retry`)).toBe(0);
   });
@@ -96,7 +96,7 @@ describe('a stale owner writes nothing in a session that is not its own any more
     const { a, b, key } = await takenOverFromStaleA('f2');
     await b.cluster.saveRecord(key.sessionId, record('b'), 60_000);
     await b.cluster.handOff(key.sessionId);
-    expect(await admin.exists(`f2:owner:${key.sessionId}`)).toBe(0);
+    expect(await admin.hexists(`f2:{${key.sessionId}}:s`, 'o')).toBe(0);
     await expect(a.eventStore.append(key, 2, frameOf(key, 2), false)).rejects.toMatchObject({ name: 'StreamTakenOver' });
     await expect(a.eventStore.createStream({ sessionId: key.sessionId, streamId: 'x'.padEnd(22, '0') })).rejects.toMatchObject({
       name: 'StreamTakenOver',
@@ -106,7 +106,7 @@ describe('a stale owner writes nothing in a session that is not its own any more
     // overwrites it nor deletes it (an idle expiry of A's stale copy).
     await a.cluster.saveRecord(key.sessionId, record('a, stale'), 60_000);
     expect(await a.cluster.release(key.sessionId)).toBe(false);
-    expect(JSON.parse((await admin.get(`f2:restore:${key.sessionId}`))!).r).toEqual(record('b'));
+    expect(JSON.parse((await admin.hget(`f2:{${key.sessionId}}:s`, 'r'))!).a.clientInfo.name).toBe('b');
     const c = await instance('c-f2', 'f2:');
     expect(await c.cluster.takeOver(key.sessionId, undefined)).toEqual({ record: record('b'), principal: undefined });
   });
@@ -115,18 +115,18 @@ describe('a stale owner writes nothing in a session that is not its own any more
     const { a, b, key } = await takenOverFromStaleA('f3');
     expect(await b.cluster.release(key.sessionId)).toBe(true);
     await a.cluster.saveRecord(key.sessionId, record('a, stale'), 60_000);
-    expect(await admin.exists(`f3:restore:${key.sessionId}`)).toBe(0);
+    expect(await admin.hexists(`f3:{${key.sessionId}}:s`, 'r')).toBe(0);
     const c = await instance('c-f3', 'f3:');
     expect(await c.cluster.takeOver(key.sessionId, undefined)).toBeUndefined();
   });
   it("closing (a shutdown without drain) deletes the owner records that name it, never the peer's", async () => {
     const { a, key } = await takenOverFromStaleA('f4');
     // A session A still owns (its record names A, written as a claim would).
-    await admin.set('f4:owner:sess-f4-own', JSON.stringify({ i: 'a-f4', u: 'http://a-f4.internal/mcp', p: null }));
-    (a.cluster as unknown as { owned: Map<string, unknown> }).owned.set('sess-f4-own', { record: '{}', refreshedAt: Date.now() });
+    await admin.hset('f4:{sess-f4-own}:s', 'o', 'a-f4', 'u', 'http://a-f4.internal/mcp');
+    (a.cluster as unknown as { mode: { owned: Map<string, unknown> } }).mode.owned.set('sess-f4-own', { epoch: '', principal: '' });
     await a.cluster.close();
-    expect(JSON.parse((await admin.get(`f4:owner:${key.sessionId}`))!).i).toBe('b-f4');
-    expect(await admin.exists('f4:owner:sess-f4-own')).toBe(0);
+    expect(await admin.hget(`f4:{${key.sessionId}}:s`, 'o')).toBe('b-f4');
+    expect(await admin.hexists('f4:{sess-f4-own}:s', 'o')).toBe(0);
   });
 });
 
@@ -147,10 +147,10 @@ describe('after Redis lost its data (restarted empty)', () => {
     await a.eventStore.append(key, 3, frameOf(key, 3), false);
     await a.eventStore.createStream({ sessionId: key.sessionId, streamId: 'new'.padEnd(22, '0') });
     await beat(a.cluster);
-    expect(JSON.parse((await admin.get(`l1:owner:${key.sessionId}`))!).i).toBe('a-l1');
+    expect(await admin.hget(`l1:{${key.sessionId}}:s`, 'o')).toBe('a-l1');
     await a.eventStore.append(key, 4, frameOf(key, 4), true);
     // Redis has its data: a record that goes now was ended on purpose, and fences A out.
-    await admin.del(`l1:owner:${key.sessionId}`);
+    await admin.hdel(`l1:{${key.sessionId}}:s`, 'o', 'u', 'e');
     const later = { sessionId: key.sessionId, streamId: 'later'.padEnd(22, '0') };
     await expect(a.eventStore.createStream(later)).rejects.toMatchObject({ name: 'StreamTakenOver' });
   });
@@ -164,11 +164,11 @@ describe('after Redis lost its data (restarted empty)', () => {
     await admin.flushall();
     await beat(a.cluster); // the stale one first
     await beat(b.cluster);
-    expect(JSON.parse((await admin.get(`l2:owner:${key.sessionId}`))!).i).toBe('b-l2');
+    expect(await admin.hget(`l2:{${key.sessionId}}:s`, 'o')).toBe('b-l2');
     expect(lostOnB).toEqual([]);
     await beat(a.cluster);
     expect(lostOnA).toEqual([key.sessionId]);
-    expect(JSON.parse((await admin.get(`l2:owner:${key.sessionId}`))!).i).toBe('b-l2');
+    expect(await admin.hget(`l2:{${key.sessionId}}:s`, 'o')).toBe('b-l2');
     await expect(a.eventStore.append(key, 2, frameOf(key, 2), false)).rejects.toMatchObject({ name: 'StreamTakenOver' });
   });
 
@@ -179,7 +179,7 @@ describe('after Redis lost its data (restarted empty)', () => {
     await admin.flushall();
     await beat(b.cluster);
     await beat(a.cluster);
-    expect(JSON.parse((await admin.get(`l3:owner:${key.sessionId}`))!).i).toBe('b-l3');
+    expect(await admin.hget(`l3:{${key.sessionId}}:s`, 'o')).toBe('b-l3');
     expect(lostOnA).toEqual([key.sessionId]);
   });
 
@@ -193,8 +193,64 @@ describe('after Redis lost its data (restarted empty)', () => {
     await a.cluster.saveRecord('sess-l4', record('a, later'), 60_000);
     await beat(b.cluster);
     await expect(b.cluster.takeOver('sess-l4', undefined)).rejects.toThrow(/Redis lost its data moments ago/);
-    expect(await admin.exists('l4:owner:sess-l4')).toBe(0);
+    expect(await admin.hexists('l4:{sess-l4}:s', 'o')).toBe(0);
     await beat(a.cluster);
     expect(await b.cluster.lookupOwner('sess-l4')).toMatchObject({ instanceId: 'a-l4' });
+  });
+});
+
+describe('an event store and a cluster built apart', () => {
+  it('a store given its cluster is fenced as createRedisScaleOut would make it', async () => {
+    const a = new RedisSessionCluster({
+      url: redis.url,
+      internalUrl: 'http://a-h1.internal/mcp',
+      instanceId: 'a-h1',
+      keyPrefix: 'h1:',
+      heartbeatMs: 60_000,
+    });
+    const store = new RedisEventStore({ client: a.client, keyPrefix: 'h1:', cluster: a });
+    const b = await instance('b-h1', 'h1:');
+    try {
+      await a.ready(5_000);
+      const key = streamKey('h1');
+      await a.claim(key.sessionId, undefined);
+      await a.saveRecord(key.sessionId, record('a'), 60_000);
+      await store.createStream(key, [7]);
+      await store.append(key, 1, frameOf(key, 1), false);
+      await admin.del('h1:instance:a-h1');
+      expect(await b.cluster.takeOver(key.sessionId, undefined)).toMatchObject({ record: record('a') });
+      await expect(store.createStream({ sessionId: key.sessionId, streamId: 'x'.padEnd(22, '0') })).rejects.toMatchObject({
+        name: 'StreamTakenOver',
+      });
+      await expect(store.append(key, 2, frameOf(key, 2), false)).rejects.toMatchObject({ name: 'StreamTakenOver' });
+    } finally {
+      await a.close();
+      await store.close();
+    }
+  });
+
+  it('a cluster no store was given warns at its first session, once (MCP_KIT_UNLINKED_EVENT_STORE)', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    const alone = new RedisSessionCluster({
+      url: redis.url,
+      internalUrl: 'http://a-h2.internal/mcp',
+      instanceId: 'a-h2',
+      keyPrefix: 'h2:',
+      heartbeatMs: 60_000,
+    });
+    try {
+      await alone.ready(5_000);
+      await alone.claim('sess-h2', undefined);
+      await alone.claim('sess-h2b', undefined);
+      await new Promise((resolve) => setImmediate(resolve));
+      const unlinked = warnings.filter((w) => (w as Error & { code?: string }).code === 'MCP_KIT_UNLINKED_EVENT_STORE');
+      expect(unlinked).toHaveLength(1);
+      expect(unlinked[0]!.message).toMatch(/new RedisEventStore\(\{ cluster \}\)/);
+    } finally {
+      process.off('warning', onWarning);
+      await alone.close();
+    }
   });
 });

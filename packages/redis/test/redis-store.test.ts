@@ -39,7 +39,7 @@ subscribeContract('RedisEventStore', (limits) => makeStore(limits));
 const key = (name: string): StreamKey => ({ sessionId: `sess-${name}`, streamId: `${name}`.padEnd(22, '0') });
 
 describe('RedisEventStore: keys, limits and failures', () => {
-  it('keeps one Redis Stream per (session, stream) with entry ids <seq>-0, exactly MAXLEN entries, and a TTL', async () => {
+  it('keeps one Redis Stream per (session, stream) with entry ids <seq>-0, exactly MAXLEN entries, a TTL, and the stream registered in its session', async () => {
     const store = await makeStore({ maxEventsPerStream: 5, streamTtlMs: 60_000, keyPrefix: 'kt:' });
     const A = key('layout');
     await store.createStream(A);
@@ -50,11 +50,30 @@ describe('RedisEventStore: keys, limits and failures', () => {
     const entries = await admin.xrange(streamKey, '-', '+');
     expect(entries.map(([id]) => id)).toEqual(['4-0', '5-0', '6-0', '7-0', '8-0']);
     expect(entries[4]![1]).toEqual(['f', frame(A, 8), 'e', '1']);
+    // streamTtlMs and a third: refreshed every third of it while written, so at least streamTtlMs past the last frame.
     const ttl = await admin.pttl(streamKey);
-    expect(ttl).toBeGreaterThan(50_000);
-    expect(ttl).toBeLessThanOrEqual(60_000);
-    expect(await admin.smembers(`kt:{${A.sessionId}}`)).toEqual([A.streamId]);
-    expect(await admin.pttl(`kt:{${A.sessionId}}`)).toBeGreaterThan(50_000);
+    expect(ttl).toBeGreaterThan(70_000);
+    expect(ttl).toBeLessThanOrEqual(80_000);
+    const session = await admin.hgetall(`kt:{${A.sessionId}}:s`);
+    expect(Object.values(session).map((v) => JSON.parse(v) as unknown)).toEqual([[A.streamId, '', []]]);
+    expect(await admin.pttl(`kt:{${A.sessionId}}:s`)).toBeGreaterThan(50_000);
+  });
+
+  it("a stream whose only frame is its final one is a string (a tenth of a Redis stream's memory), replayed like any", async () => {
+    const store = await makeStore({ streamTtlMs: 60_000, keyPrefix: 'one:' });
+    const A = key('one');
+    await store.createStream(A, [7]);
+    await store.append(A, 1, frame(A, 1), true);
+    const streamKey = `one:{${A.sessionId}}:${A.streamId}`;
+    expect(await admin.type(streamKey)).toBe('string');
+    expect(await admin.pttl(streamKey)).toBeGreaterThan(50_000);
+    expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: [frame(A, 1)], lastSeq: 1, complete: true });
+    expect(await store.replayAfter(A.sessionId, A.streamId, 1)).toEqual({ ok: true, frames: [], lastSeq: 1, complete: true });
+    expect(await store.replayAfter(A.sessionId, A.streamId, 2)).toEqual({ ok: false, reason: 'unknown' });
+    // Stored once; nothing goes after it.
+    await store.append(A, 1, frame(A, 1), true);
+    await expect(store.append(A, 2, frame(A, 2), false)).rejects.toMatchObject({ name: 'StreamTakenOver' });
+    expect(await store.unfinished(A.sessionId)).toEqual([]);
   });
 
   it('a stream this instance still writes to outlives streamTtlMs of silence; once its final frame is stored it ages out (issue 20, item 2)', async () => {
@@ -94,7 +113,7 @@ describe('RedisEventStore: keys, limits and failures', () => {
     // Nothing after the final frame (a stale owner writing past a new owner's answer).
     await expect(store.append(A, 4, frame(A, 4), false)).rejects.toThrow(/this stream is complete/);
     const streamKey = `gap:{${A.sessionId}}:${A.streamId}`;
-    expect((await admin.xrange(streamKey, '-', '+')).map(([id]) => id)).toEqual(['0-1', '1-0', '2-0', '3-0']);
+    expect((await admin.xrange(streamKey, '-', '+')).map(([id]) => id)).toEqual(['1-0', '2-0', '3-0']);
     expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: frames(A, 1, 3), lastSeq: 3, complete: true });
   });
 

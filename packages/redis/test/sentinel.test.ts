@@ -111,8 +111,12 @@ describe('APPEND, a frame before the one given missing', () => {
         end: (reason) => ended.push(reason),
       });
       await vi.waitFor(() => expect(frames).toEqual([2, 3]));
-      // What a failover to a lagging replica does: frames 2 and 3 are gone though they were acknowledged.
+      // What a failover to a lagging replica does: frames 2 and 3 are gone though they were
+      // acknowledged, and the writer is on a new connection (the store checks for a gap on each new one).
       await redisCommand(redis.port, 'XDEL', `mcp-kit:{${key.sessionId}}:${key.streamId}`, '2-0', '3-0');
+      const back = new Promise((resolve) => store.client.once('ready', resolve));
+      store.client.disconnect(true);
+      await back;
       const refused = await Promise.resolve(store.append(key, 4, 'id: x.4\ndata: {}\n\n', false)).catch((error: unknown) => error);
       expect(refused).toMatchObject({ name: 'StreamGap', missingSeq: 2 });
       const final = 'id: x.5\ndata: {"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"lost"}}\n\n';

@@ -3,7 +3,7 @@
  * restore record is the session (saved with the principal of the instance that created it, kept by
  * every copy), messages between instances over pub/sub, and each stream's writer recorded.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import type { ClusterMessage, RestoreRecord } from '@mcp-kit/core';
 import { createRedisScaleOut, RedisSessionCluster, type RedisScaleOut } from '@mcp-kit/redis';
@@ -54,14 +54,14 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     expect(a.shared).toBe(true);
     expect(a.internalUrl).toBe('');
     await a.claim('s1', 'alice');
-    expect(await admin.exists('sh:owner:s1')).toBe(0);
+    expect(await admin.hexists('sh:{s1}:s', 'o')).toBe(0);
     expect(await b.takeOver('s1', 'alice')).toBeUndefined();
     await a.saveRecord('s1', record(), 60_000);
     expect(await b.lookupOwner('s1')).toBeUndefined();
     // b gets a copy; nobody is made owner, and a still has it too.
     expect(await b.takeOver('s1', 'alice')).toEqual({ record: record(), principal: 'alice' });
     expect(await a.takeOver('s1', 'alice')).toEqual({ record: record(), principal: 'alice' });
-    expect(await admin.exists('sh:owner:s1')).toBe(0);
+    expect(await admin.hexists('sh:{s1}:s', 'o')).toBe(0);
     expect(await b.takeOver('s1', 'mallory')).toEqual({ forbidden: true });
     expect(await b.takeOver('s1', undefined)).toEqual({ forbidden: true });
     expect(await a.peers()).toEqual([]);
@@ -76,40 +76,38 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     expect(await a.takeOver('s2', 'alice')).toEqual({ record: record('error'), principal: 'alice' });
     // A record deleted meanwhile (its client's DELETE) is not brought back by a copy, with no principal.
     await b.saveRecord('never-created', record('error'), 60_000);
-    expect(await admin.exists('sh:restore:never-created')).toBe(0);
+    expect(await admin.exists('sh:{never-created}:s')).toBe(0);
   });
 
-  it('post reaches the instance named (or every other one with *), never its sender', async () => {
+  it('post reaches the instance named (or every other one holding a copy with *), never its sender', async () => {
     const a = await shared('a3');
     const b = await shared('b3');
     const c = await shared('c3');
-    const got: Record<string, ClusterMessage[]> = { a: [], b: [], c: [] };
-    a.onMessage((m) => got.a!.push(m));
-    b.onMessage((m) => got.b!.push(m));
-    c.onMessage((m) => got.c!.push(m));
+    const d = await shared('d3');
+    // A message is about a session: it goes to the instances holding a copy of it (a, b, c), not to d.
+    await a.claim('s3', undefined);
+    await a.saveRecord('s3', record(), 60_000);
+    await b.takeOver('s3', undefined);
+    await c.takeOver('s3', undefined);
+    const got: Record<string, ClusterMessage[]> = { a: [], b: [], c: [], d: [] };
+    for (const [name, instance] of Object.entries({ a, b, c, d })) instance.onMessage((m) => got[name]!.push(m));
     const answer: ClusterMessage = { kind: 'answer', sessionId: 's3', message: { jsonrpc: '2.0', id: 'b3~x~0', result: {} } };
-    // Subscriptions are asynchronous: post until each listener is in place.
-    const deadline = Date.now() + 5_000;
-    while (got.b!.length === 0 && Date.now() < deadline) {
-      await a.post('b3', answer);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    expect(got.b![0]).toEqual(answer);
-    expect(got.a).toEqual([]);
-    expect(got.c).toEqual([]);
+    await a.post('b3', answer);
     const ended: ClusterMessage = { kind: 'ended', sessionId: 's3' };
-    while ((got.c!.length === 0 || got.b!.at(-1)?.kind !== 'ended') && Date.now() < deadline) {
-      await a.post('*', ended);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    expect(got.c).toContainEqual(ended);
-    expect(got.b).toContainEqual(ended);
+    await a.post('*', ended);
+    // Kept until read: whether or not the subscriptions were in place, each arrives once.
+    await vi.waitFor(() => expect(got.b).toEqual([answer, ended]));
+    await vi.waitFor(() => expect(got.c).toEqual([ended]));
     expect(got.a).toEqual([]);
+    expect(got.d).toEqual([]);
   });
 
   it('posts are kept until read: every one reaches its instance once and in order while its subscriber connection keeps dropping (issue 27, item 5)', async () => {
     const a = await shared('a7', 'sk:');
     const b = await shared('b7', 'sk:');
+    await a.claim('s7', undefined);
+    await a.saveRecord('s7', record(), 60_000);
+    await b.takeOver('s7', undefined);
     const got: number[] = [];
     b.onMessage((m) => {
       if (m.kind === 'answer' && 'result' in m.message) got.push((m.message.result as { n: number }).n);
@@ -123,30 +121,22 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
       if (n % 10 === 0) await new Promise((r) => setTimeout(r, 5));
     }
     await Promise.all(posts);
-    // A last post to each inbox (300 to b's own, 301 to everyone's): each inbox is read in order,
-    // so once both arrived, a message of the 300 read back twice would have come before them.
-    await a.post('b7', { kind: 'answer', sessionId: 's7', message: { jsonrpc: '2.0', id: 'x', result: { n: 300 } } });
-    await a.post('*', { kind: 'answer', sessionId: 's7', message: { jsonrpc: '2.0', id: 'x', result: { n: 301 } } });
-    const deadline = Date.now() + 5_000;
-    while (!(got.includes(300) && got.includes(301)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(got.filter((n) => n >= 300).sort()).toEqual([300, 301]);
-    got.splice(0, got.length, ...got.filter((n) => n < 300));
-    // Each inbox keeps its order; the two (b's own and everyone's) interleave.
-    expect([...got].sort((x, y) => x - y)).toEqual(Array.from({ length: 300 }, (_, n) => n));
-    expect(got.filter((n) => n % 2 === 0)).toEqual(Array.from({ length: 150 }, (_, n) => 2 * n));
-    expect(got.filter((n) => n % 2 === 1)).toEqual(Array.from({ length: 150 }, (_, n) => 2 * n + 1));
+    // The session's inbox is read in order: once the last one arrived, every one before it had, once.
+    await vi.waitFor(() => expect(got.at(-1)).toBe(299), { timeout: 5_000 });
+    expect(got).toEqual(Array.from({ length: 300 }, (_, n) => n));
   });
 
-  it('a post to all made the moment an instance starts to listen, before its subscriber is connected, reaches it (issue 27, item 5)', async () => {
+  it('a post made the moment an instance starts to listen, before its subscriber is connected, reaches it (issue 27, item 5)', async () => {
     const a = await shared('a9', 'sl:');
     const b = await shared('b9', 'sl:');
+    await a.claim('s9', undefined);
+    await a.saveRecord('s9', record(), 60_000);
+    await b.takeOver('s9', undefined);
     const heard: ClusterMessage[] = [];
     b.onMessage((m) => heard.push(m));
     const ended: ClusterMessage = { kind: 'ended', sessionId: 's9' };
     await a.post('*', ended);
-    const deadline = Date.now() + 3_000;
-    while (heard.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    expect(heard).toEqual([ended]);
+    await vi.waitFor(() => expect(heard).toEqual([ended]), { timeout: 3_000 });
   });
 
   it('two copies changing the subscriptions at once both keep their change; an unsubscribe takes one out; a deleted record stays deleted (issue 27, item 5)', async () => {
@@ -163,31 +153,35 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
       ...Array.from({ length: 10 }, (_, i) => b.saveRecord('s8', view(`test://b${i}`), 60_000, subscribe(`test://b${i}`))),
       b.saveRecord('s8', record('error'), 60_000, { method: 'logging/setLevel', params: { level: 'error' } }),
     ]);
-    const saved = async () => JSON.parse((await admin.get('sm:restore:s8'))!) as { p: string; r: RestoreRecord };
-    const uris = async () => ((await saved()).r.subscriptions ?? []).map((s) => s.uri as string).sort();
+    const saved = async () => {
+      const [r, p] = await admin.hmget('sm:{s8}:s', 'r', 'p');
+      return { p, r: JSON.parse(r!) as { s?: Array<{ uri: string }>; l?: unknown } };
+    };
+    const uris = async () => ((await saved()).r.s ?? []).map((s) => s.uri).sort();
     expect(await uris()).toEqual(
       [...Array.from({ length: 10 }, (_, i) => `test://a${i}`), ...Array.from({ length: 10 }, (_, i) => `test://b${i}`)].sort(),
     );
     expect((await saved()).p).toBe('alice');
-    expect((await saved()).r.loggingLevel).toEqual({ level: 'error' });
+    expect((await saved()).r.l).toEqual({ level: 'error' });
     await a.saveRecord('s8', record(), 60_000, { method: 'resources/unsubscribe', params: { uri: 'test://b3' } });
     expect(await uris()).not.toContain('test://b3');
     expect((await uris()).length).toBe(19);
     await a.release('s8');
     await b.saveRecord('s8', view('test://late'), 60_000, subscribe('test://late'));
-    expect(await admin.exists('sm:restore:s8')).toBe(0);
+    expect(await admin.hexists('sm:{s8}:s', 'r')).toBe(0);
   });
 
-  it("release (the client's DELETE) deletes the record and tells every other instance", async () => {
+  it("release (the client's DELETE) deletes the record and tells every instance holding a copy", async () => {
     const a = await shared('a4');
     const b = await shared('b4');
-    const heard = new Promise<ClusterMessage>((resolve) => b.onMessage(resolve));
-    // b listens once Redis counts its subscription (its own channel, subscribed with the broadcast one).
-    while (((await admin.pubsub('NUMSUB', 'sh:bus:b4')) as [string, number])[1] === 0) await new Promise((r) => setImmediate(r));
     await a.claim('s4', undefined);
     await a.saveRecord('s4', record(), 60_000);
+    await b.takeOver('s4', undefined);
+    const heard = new Promise<ClusterMessage>((resolve) => b.onMessage(resolve));
+    // b listens once Redis counts its subscription to the session's channel.
+    while (((await admin.pubsub('NUMSUB', 'sh:{s4}:bus')) as [string, number])[1] === 0) await new Promise((r) => setImmediate(r));
     expect(await a.release('s4')).toBe(true);
-    expect(await admin.exists('sh:restore:s4')).toBe(0);
+    expect(await admin.hexists('sh:{s4}:s', 'r')).toBe(0);
     expect(await b.takeOver('s4', undefined)).toBeUndefined();
     expect(await heard).toEqual({ kind: 'ended', sessionId: 's4' });
   });
