@@ -67,10 +67,14 @@ const REDIS_LAYERS = [
   {
     name: 'redis-base',
     holds:
-      'what knows no session: the keyspace, the client and its Lua scripts, the eviction check, the owner fence, hop signing, the mode options, the HTTP forwarder',
+      'what knows no session: the keyspace, the client (one Redis or a Redis Cluster: its slots, its pub/sub) and its Lua scripts, the eviction check, the owner fence, hop signing, the mode options, the HTTP forwarder',
     paths: [
       'keyspace\\.ts$',
       'client\\.ts$',
+      'client-repairs\\.ts$',
+      'redis-cluster\\.ts$',
+      'slots\\.ts$',
+      'pubsub/',
       'eviction\\.ts$',
       'fence\\.ts$',
       'hop\\.ts$',
@@ -81,8 +85,8 @@ const REDIS_LAYERS = [
   },
   {
     name: 'redis-stores',
-    holds: 'what one kind of record needs, in either mode: the event store, the task store, the instance registry (heartbeats), the bus',
-    paths: ['events/', 'tasks\\.ts$', 'cluster/(registry|bus|directory|legacy)\\.ts$'],
+    holds: 'what one kind of record needs, in either mode: the event store, the task store, the instance registry (heartbeats, the shards of the data), the bus',
+    paths: ['events/', 'tasks\\.ts$', 'cluster/(registry|shards|bus|directory|legacy)\\.ts$'],
   },
   {
     name: 'redis-modes',

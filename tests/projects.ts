@@ -71,6 +71,7 @@ export const PACKAGES_REDIS = [
   'packages/redis/test/protocols.test.ts',
   'packages/redis/test/redis-store.test.ts',
   'packages/redis/test/redis-budget.test.ts',
+  'packages/redis/test/redis-cluster.test.ts',
   'packages/redis/test/redis-task-store.test.ts',
   'packages/redis/test/sentinel.test.ts',
   'packages/redis/test/shared.test.ts',

@@ -1,5 +1,14 @@
 import { createHash } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis, type Cluster, type RedisOptions } from 'ioredis';
+import { dropSilentConnections, rideOutReconnects } from './client-repairs.js';
+import { createClusterClient, isCluster, type RedisClusterTarget } from './redis-cluster.js';
+
+/**
+ * What the kit talks to Redis through: one connection to a Redis (standalone, or the primary
+ * Sentinel names), or a Redis Cluster client that sends each command to its key's master. Every
+ * command the kit sends names keys of one slot, so both serve the same keyspace.
+ */
+export type RedisClient = Redis | Cluster;
 
 /**
  * A primary with replicas behind Redis Sentinel: the client asks the Sentinels where the primary
@@ -35,6 +44,9 @@ export interface RedisClientOptions {
   connectionName?: string;
 }
 
+/** Where Redis is: a `redis://` (or `rediss://`) URL, the Sentinels of a primary, or a Redis Cluster's seed nodes. */
+export type RedisTarget = string | RedisSentinelTarget | RedisClusterTarget;
+
 /**
  * An ioredis client set up to fail fast instead of queueing: while Redis is unreachable every
  * command rejects at once, so clients get a 503 now and the process holds no growing backlog; it
@@ -51,10 +63,17 @@ export interface RedisClientOptions {
  *
  * `target` is a `redis://` URL, or the Sentinels of a primary with replicas
  * ({@link RedisSentinelTarget}): the same settings, and each reconnect asks the Sentinels where the
- * primary is now, so a failover is an outage of a few seconds like a restart.
+ * primary is now, so a failover is an outage of a few seconds like a restart. Or a Redis Cluster's
+ * seed nodes ({@link RedisClusterTarget}): an ioredis `Cluster` with the same settings on every
+ * node's connection (see `createClusterClient` in redis-cluster.ts).
  */
-export function createRedisClient(target: string | RedisSentinelTarget, options: RedisClientOptions = {}): Redis {
+export function createRedisClient(target: string | RedisSentinelTarget, options?: RedisClientOptions): Redis;
+export function createRedisClient(target: RedisClusterTarget, options?: RedisClientOptions): Cluster;
+export function createRedisClient(target: RedisTarget, options?: RedisClientOptions): RedisClient;
+export function createRedisClient(target: RedisTarget, options: RedisClientOptions = {}): RedisClient {
   const commandTimeoutMs = options.commandTimeoutMs ?? 2_000;
+  if (typeof target !== 'string' && 'nodes' in target)
+    return createClusterClient(target, { commandTimeoutMs, connectionName: options.connectionName });
   // ioredis 5's RedisOptions has no `maintNotifications`, and ignores it; ioredis 6 reads it.
   const settings: RedisOptions & { maintNotifications?: 'disabled' } = {
     enableOfflineQueue: false,
@@ -84,112 +103,23 @@ export function createRedisClient(target: string | RedisSentinelTarget, options:
   return client;
 }
 
-/** Clients made by {@link createRedisClient}: their offline queue is only ever on for a moment. */
-const managed = new WeakSet<Redis>();
-
-/**
- * A connection that was up and is lost by a reset (not by going silent) is made again, and until
- * that first reconnect is ready or fails, for `graceMs` at most, commands wait for it in ioredis'
- * offline queue (each still at most its `commandTimeout`) instead of failing at once. A reconnect
- * that fails (Redis is down, not a dropped connection) rejects them and ends the grace: commands
- * fail at once again, as through any outage, and the requests that wait meanwhile are few (a
- * request that waited through an outage would run the moment Redis is back, before the instances
- * have beaten again, and take a live instance's sessions over). A connection dropped for going
- * silent gets no grace: the network does not answer, the next one will not either.
- */
-function rideOutReconnects(client: Redis, graceMs: number): void {
-  managed.add(client);
-  let wasReady = false;
-  let silent = false;
-  let grace: ReturnType<typeof setTimeout> | undefined;
-  const endGrace = () => {
-    if (grace) clearTimeout(grace);
-    grace = undefined;
-    client.options.enableOfflineQueue = false;
-  };
-  client.on('ready', () => {
-    wasReady = true;
-    silent = false;
-    endGrace();
-  });
-  // The message of a connection dropped for going silent (see dropSilentConnections).
-  client.on('error', (error: Error) => {
-    if (error.message.startsWith(SILENT)) silent = true;
-  });
-  client.on('close', () => {
-    const reset = wasReady && !silent;
-    wasReady = false;
-    silent = false;
-    endGrace();
-    if (!reset || client.status === 'end') return;
-    client.options.enableOfflineQueue = true;
-    grace = setTimeout(endGrace, graceMs);
-    grace.unref?.();
-  });
-}
-
-const SILENT = 'Socket timeout';
-
-/**
- * Drops a connection that has replies due and has received nothing for `timeoutMs` (a black hole,
- * a half-open connection), as ioredis' `socketTimeout` would; ioredis then connects again. Not
- * `socketTimeout` itself: it arms a timer and a listener for every reply (about 2% of an
- * instance's CPU when a burst goes through Redis, in a profile), and ioredis 5 leaves one armed
- * past a reset, which then destroys the next connection (redis/ioredis#2147). Here each connection
- * has one `data` listener, and one timer per client looks 32 times per `timeoutMs` (a length
- * check): a silent connection goes between `timeoutMs` and `timeoutMs` + a sixteenth of it after
- * its oldest reply was due, never before.
- */
-function dropSilentConnections(client: Redis, timeoutMs: number): void {
-  timeouts.set(client, timeoutMs);
-  let lastData = Date.now();
-  // Since when, as far as the checks saw, replies have been due without a pause.
-  let dueSince: number | undefined;
-  const heard = () => (lastData = Date.now());
-  client.on('connect', () => {
-    lastData = Date.now();
-    dueSince = undefined;
-    client.stream.on('data', heard);
-  });
-  const timer = setInterval(
-    () => {
-      if (client.commandQueue.length === 0) return void (dueSince = undefined);
-      const now = Date.now();
-      dueSince ??= now;
-      if (now - Math.max(dueSince, lastData) < timeoutMs) return;
-      dueSince = undefined;
-      client.stream.destroy(new Error(`${SILENT}: no data for ${timeoutMs} ms while replies were due`));
-    },
-    Math.max(10, Math.floor(timeoutMs / 32)),
-  );
-  timer.unref?.();
-  client.once('end', () => clearInterval(timer));
-}
-
-/** The timeout each client made here drops a silent connection after, for its duplicates. */
-const timeouts = new WeakMap<Redis, number>();
-
-/**
- * `client.duplicate(options)` (a subscriber connection) with {@link createRedisClient}'s repairs,
- * and with the offline queue off unless `options` turn it on (a duplicate made while `client`
- * rides out a reconnect would otherwise copy it on).
- */
-export function duplicateClient(client: Redis, options: RedisOptions): Redis {
-  const duplicate = client.duplicate({ ...(managed.has(client) ? { enableOfflineQueue: false } : {}), ...options });
-  const timeoutMs = timeouts.get(client);
-  if (timeoutMs !== undefined) dropSilentConnections(duplicate, timeoutMs);
-  return duplicate;
-}
-
 /**
  * Refuses a client the user passes whose settings change what the kit writes or reads, with a
  * `TypeError` naming the setting (`where` is the caller): with `keyPrefix`, ioredis prefixes the
  * keys a script is given but not the keys the scripts build from them nor the channels they publish
  * on (a deleted session's streams stayed, live tails heard nothing); with `stringNumbers`, integer
- * replies come as strings where the kit compares numbers (every replay answered "unknown").
+ * replies come as strings where the kit compares numbers (every replay answered "unknown"). A Redis
+ * Cluster client must read from masters (`scaleReads: 'master'`, ioredis' default): a read from a
+ * replica may miss what the kit wrote a moment before.
  */
-export function checkClient(client: Redis, where: string): void {
-  const { keyPrefix, stringNumbers } = client.options;
+export function checkClient(client: RedisClient, where: string): void {
+  const options = isCluster(client) ? { ...client.options.redisOptions, keyPrefix: client.options.keyPrefix } : client.options;
+  const { keyPrefix, stringNumbers } = options;
+  if (isCluster(client) && client.options.scaleReads !== undefined && client.options.scaleReads !== 'master')
+    throw new TypeError(
+      `${where}: the ioredis Cluster client reads from replicas (\`scaleReads\` ${JSON.stringify(String(client.options.scaleReads))}), ` +
+        "which may not have what the kit wrote a moment before on the master: make it with `scaleReads: 'master'` (ioredis' default)",
+    );
   if (keyPrefix)
     throw new TypeError(
       `${where}: the ioredis client has \`keyPrefix\` ${JSON.stringify(keyPrefix)}, which the kit's scripts and channels would not all get: ` +
@@ -202,7 +132,7 @@ export function checkClient(client: Redis, where: string): void {
 }
 
 /** Resolves once `client` is connected; with `timeoutMs`, rejects after that long. */
-export function whenReady(client: Redis, timeoutMs?: number): Promise<void> {
+export function whenReady(client: RedisClient, timeoutMs?: number): Promise<void> {
   if (client.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer =
@@ -220,23 +150,44 @@ export function whenReady(client: Redis, timeoutMs?: number): Promise<void> {
   });
 }
 
-/** A Lua script run with EVALSHA, loaded with EVAL the first time a server does not know it. */
+/**
+ * A Lua script run with EVALSHA, loaded with EVAL the first time a server does not know it (a
+ * newly promoted master, a node that restarted: both commands name the script's keys, so a
+ * cluster client sends the EVAL to the master that answered NOSCRIPT).
+ *
+ * A script that publishes calls `publish(channel, message)` (with `publishes`), a Lua function
+ * given to it here: classic `PUBLISH` on one Redis, sharded `SPUBLISH` on a Redis Cluster (so the
+ * message goes to the channel's master only); the channel must then be one of the script's keys.
+ */
 export class LuaScript {
-  private readonly sha: string;
+  /** The script with classic `PUBLISH`, and its SHA1. */
+  readonly sha: string;
+  private readonly lua: string;
+  /** With `SPUBLISH`, for a Redis Cluster (the same as the classic one when it publishes nothing). */
+  readonly shardedSha: string;
+  private readonly shardedLua: string;
+
   constructor(
-    private readonly lua: string,
+    lua: string,
     private readonly keys: number,
+    options: { publishes?: boolean } = {},
   ) {
-    this.sha = createHash('sha1').update(lua).digest('hex');
+    const prelude = (command: string) =>
+      options.publishes ? `local function publish(channel, message) return redis.call('${command}', channel, message) end\n` : '';
+    this.lua = prelude('PUBLISH') + lua;
+    this.shardedLua = prelude('SPUBLISH') + lua;
+    this.sha = createHash('sha1').update(this.lua).digest('hex');
+    this.shardedSha = createHash('sha1').update(this.shardedLua).digest('hex');
   }
 
   /** `args` are the keys, then the arguments; `keys` says how many keys (a script made with a negative count takes as many as each call gives). */
-  async run(client: Redis, args: Array<string | number>, keys = this.keys): Promise<unknown> {
+  async run(client: RedisClient, args: Array<string | number>, keys = this.keys): Promise<unknown> {
+    const sharded = isCluster(client);
     try {
-      return await client.evalsha(this.sha, keys, ...args);
+      return await client.evalsha(sharded ? this.shardedSha : this.sha, keys, ...args);
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return client.eval(this.lua, keys, ...args);
+      return client.eval(sharded ? this.shardedLua : this.lua, keys, ...args);
     }
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
 import type { ClusterMessage, CoreResponder, ForwardedRequest, RestoreRecord, SessionCluster, SessionOwner, TakeOver } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
 import { checkClient, createRedisClient, whenReady } from './client.js';
@@ -11,12 +11,13 @@ import { checkEvictionPolicy } from './eviction.js';
 import type { OwnerFence, StoreLink } from './fence.js';
 import { Keyspace } from './keyspace.js';
 import { clusterMode, type ClusterMode } from './mode.js';
+import { pipelinePerNode, type KeyedCommand } from './slots.js';
 
 export interface RedisSessionClusterOptions {
   /** Redis to connect to. Give this or `client`. */
   url?: string;
   /** An ioredis client to use instead of `url`; the cluster does not close it. */
-  client?: Redis;
+  client?: RedisClient;
   /**
    * How the instances share sessions. `'forward'`: each session has an owner, the instance that
    * answered its `initialize`; the requests other instances get for it are forwarded there over
@@ -97,7 +98,7 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
   readonly ownerCheckMs: number;
   /** An instance counts as gone `3 × heartbeatMs` after its last beat. */
   readonly ownerTimeoutMs: number;
-  readonly client: Redis;
+  readonly client: RedisClient;
   private readonly keys: Keyspace;
   private readonly ownsClient: boolean;
   private readonly registry: InstanceRegistry;
@@ -141,7 +142,9 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
       maxBufferedBytes: options.maxBufferedBytes,
     };
     this.mode = this.shared ? new Copies(context) : new Owners(context, forwarding, ownerTtlMs);
-    this.fence = this.shared ? undefined : { instanceId: this.instanceId, dataLost: () => this.registry.dataLostSinceRecords() };
+    this.fence = this.shared
+      ? undefined
+      : { instanceId: this.instanceId, dataLost: (sessionId) => this.registry.dataLostSinceRecords(sessionId) };
     this.registry.start(this.mode);
   }
 
@@ -200,10 +203,11 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
 
   async keepRecords(sessionIds: string[], ttlMs: number): Promise<void> {
     this.mode.kept(sessionIds, ttlMs);
-    const pipeline = this.client.pipeline();
-    for (const id of sessionIds) pipeline.pexpire(this.keys.session(id), ttlMs);
-    const results = await pipeline.exec();
-    for (const [error] of results ?? []) if (error) throw error;
+    const results = await pipelinePerNode(
+      this.client,
+      sessionIds.map((id): KeyedCommand => ['pexpire', this.keys.session(id), ttlMs]),
+    );
+    for (const [error] of results) if (error) throw error;
   }
 
   /**

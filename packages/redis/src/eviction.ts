@@ -1,10 +1,12 @@
 import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
+import { isCluster } from './redis-cluster.js';
 
 /** The code of the warning {@link checkEvictionPolicy} emits. */
 export const EVICTION_WARNING = 'MCP_KIT_REDIS_EVICTION';
 
 /** One check per client (a connection error leaves it to the next call). */
-const checks = new WeakMap<Redis, Promise<void>>();
+const checks = new WeakMap<RedisClient, Promise<void>>();
 /** Each warning once per process, however many clients see the same Redis. */
 const warned = new Set<string>();
 
@@ -17,12 +19,14 @@ const warned = new Set<string>();
  * record (the session is gone) or a task (issue 27, item 6). When Redis refuses both commands, it warns once that it could not
  * tell. Never rejects, and never stops the caller from serving.
  */
-export function checkEvictionPolicy(client: Redis): Promise<void> {
+export function checkEvictionPolicy(client: RedisClient): Promise<void> {
   let check = checks.get(client);
   if (!check) {
-    check = readPolicy(client).then(
+    // On a Redis Cluster every master keeps sessions (each its own slots): each is read.
+    const nodes = isCluster(client) ? client.nodes('master') : [client];
+    check = Promise.all(nodes.map(readPolicy)).then(
       (found) => {
-        if (found) report(found);
+        for (const policy of found) if (policy) report(policy);
       },
       () => void checks.delete(client), // Redis is unreachable now: the next caller asks again
     );

@@ -8,10 +8,10 @@ import { ScriptRefusal } from './script-errors.js';
  * A session is this instance's while its owner field (`o` of `<prefix>{<id>}:s`) names it. With
  * no owner field, the session was ended, handed off or expired on purpose, or its record went
  * with Redis' data: the function raises {@link ScriptRefusal.NoOwner}, and the caller asks whether
- * Redis lost its data since this instance last wrote its records (the generation key changed; see
- * `cluster/registry.ts`). If so it runs the script again with `force` (`'1'`), the record only not
+ * the session's shard lost its data since this instance last wrote its records there (the shard's
+ * generation key changed; see `cluster/shards.ts`). If so it runs the script again with `force` (`'1'`), the record only not
  * written back yet (its next beat does that); if not, the write is refused for good. No script of
- * a session reads the deployment-wide generation key itself: that would span two slots.
+ * a session reads a generation key itself: that would span two slots.
  *
  * Appends to a stream this instance already writes cost no read of the owner: a take-over fences
  * every stream of the session in Redis itself (each one's last id moved past its last frame), so a
@@ -43,8 +43,12 @@ end
 /** What the writes of a forwarding owner need to be fenced (`RedisEventStore` gets it from its `cluster`). */
 export interface OwnerFence {
   instanceId: string;
-  /** Whether Redis lost its data since this instance's owner records were last all written (then a missing one is only not written back yet). */
-  dataLost(): Promise<boolean>;
+  /**
+   * Whether the shard of Redis' data holding `sessionId` (all of it on one Redis; its master's
+   * slots on a Redis Cluster) lost its data since this instance's owner records there were last
+   * all written (then a missing one is only not written back yet).
+   */
+  dataLost(sessionId: string): Promise<boolean>;
 }
 
 /**

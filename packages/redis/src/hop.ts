@@ -1,5 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
 
 /** How far a hop's timestamp may be from this instance's clock: a forward is received within its request. */
 const MAX_SKEW_MS = 60_000;
@@ -60,7 +60,7 @@ export class HopSigner {
  * that held a secret before Redis restarted empty proposes it again, so the cluster keeps one.
  * The key has no TTL: it is one small value, and eviction must not change it under the instances.
  */
-export async function sharedHopSecret(client: Redis, key: string, proposal = randomBytes(32).toString('base64url')): Promise<string> {
+export async function sharedHopSecret(client: RedisClient, key: string, proposal = randomBytes(32).toString('base64url')): Promise<string> {
   await client.set(key, proposal, 'NX');
   const secret = await client.get(key);
   if (!secret) throw new Error(`${key}: no hop secret after SET NX`);

@@ -71,6 +71,20 @@ export class Keyspace {
     return `${this.prefix}{instances}:urls`;
   }
 
+  /**
+   * An instance's presence in one shard of a Redis Cluster (`tag`: a hash tag in a slot of the
+   * shard's master; see cluster/shards.ts), alive `3 × heartbeatMs` past its last beat. On one
+   * Redis, {@link instance} is that.
+   */
+  presence(tag: string, instanceId: string): string {
+    return `${this.prefix}{${tag}}:instance:${instanceId}`;
+  }
+
+  /** One shard's generation on a Redis Cluster (on one Redis, {@link generation}): a new one means the shard lost its data. */
+  shardGeneration(tag: string): string {
+    return `${this.prefix}{${tag}}:generation`;
+  }
+
   /** Sessions a peer took back from the instance after Redis lost its data. */
   taken(instanceId: string): string {
     return `${this.prefix}taken:${instanceId}`;

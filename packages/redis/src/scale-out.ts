@@ -1,5 +1,6 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
 import { checkClient, createRedisClient, type RedisSentinelTarget } from './client.js';
+import type { RedisClusterTarget } from './redis-cluster.js';
 import { RedisSessionCluster, type RedisSessionClusterOptions } from './cluster.js';
 import { clusterMode } from './mode.js';
 import { RedisEventStore, type RedisEventStoreOptions } from './events/store.js';
@@ -10,12 +11,17 @@ export interface RedisScaleOutOptions
     Omit<RedisEventStoreOptions, 'client' | 'url'>,
     Omit<RedisSessionClusterOptions, 'client' | 'url'>,
     Omit<RedisTaskStoreOptions, 'client' | 'url'> {
-  /** Redis to connect to, e.g. `process.env.REDIS_URL`. Give this, `sentinel` or `client`. */
+  /** Redis to connect to, e.g. `process.env.REDIS_URL`. Give this, `sentinel`, `redisCluster` or `client`. */
   url?: string;
   /** A primary with replicas behind Redis Sentinel, instead of `url`: the connections follow a failover. */
   sentinel?: RedisSentinelTarget;
-  /** An ioredis client to share instead of `url`; not closed by `McpHandler.close()`. */
-  client?: Redis;
+  /**
+   * A Redis Cluster's seed nodes (and its password, TLS, `natMap`), instead of `url`: each
+   * session's keys go to the master of its slot, live tails and bus messages over sharded pub/sub.
+   */
+  redisCluster?: RedisClusterTarget;
+  /** An ioredis client (a `Redis`, or a `Cluster`) to share instead of `url`; not closed by `McpHandler.close()`. */
+  client?: RedisClient;
 }
 
 export interface RedisScaleOut {
@@ -26,7 +32,7 @@ export interface RedisScaleOut {
   /** Pass as `createMcpHandler({ taskStore })`: tasks any instance can answer for. */
   taskStore: RedisTaskStore;
   /** The shared command connection (live tails use one more). */
-  client: Redis;
+  client: RedisClient;
   /** Resolves once Redis answers and this instance's first heartbeat is written; until then requests that need Redis get 503s. */
   ready(timeoutMs?: number): Promise<void>;
 }
@@ -48,15 +54,19 @@ export interface RedisScaleOut {
  * ```
  */
 export function createRedisScaleOut(options: RedisScaleOutOptions): RedisScaleOut {
-  if (!options.client && !options.url && !options.sentinel)
-    throw new TypeError('createRedisScaleOut: give `url` (e.g. process.env.REDIS_URL), `sentinel` or an ioredis `client`');
+  if (!options.client && !options.url && !options.sentinel && !options.redisCluster)
+    throw new TypeError('createRedisScaleOut: give `url` (e.g. process.env.REDIS_URL), `sentinel`, `redisCluster` or an ioredis `client`');
+  // A Redis Cluster is not one of the others: given with one, which was meant is not clear.
+  const beside = (['url', 'sentinel', 'client'] as const).filter((name) => options[name] !== undefined);
+  if (options.redisCluster && beside.length > 0)
+    throw new TypeError(`createRedisScaleOut: give \`redisCluster\` or \`${beside[0]}\`, not both`);
   if (options.client) checkClient(options.client, 'createRedisScaleOut');
   // Checked before anything connects: a refused internalUrl leaves no connection behind.
   const { mode } = clusterMode(options, 'createRedisScaleOut');
   const owns = !options.client;
   const client =
     options.client ??
-    createRedisClient(options.sentinel ?? (options.url as string), {
+    createRedisClient(options.redisCluster ?? options.sentinel ?? (options.url as string), {
       commandTimeoutMs: options.commandTimeoutMs,
       connectionName: 'mcp-kit',
     });

@@ -1,7 +1,9 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
 import type { TaskChange, TaskRecord, TaskSignalListener, TaskStore } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
-import { checkClient, createRedisClient, duplicateClient, LuaScript, whenReady } from './client.js';
+import { checkClient, createRedisClient, LuaScript, whenReady } from './client.js';
+import { duplicateClient } from './client-repairs.js';
+import { isCluster } from './redis-cluster.js';
 import { checkEvictionPolicy } from './eviction.js';
 import { Keyspace } from './keyspace.js';
 
@@ -9,7 +11,7 @@ export interface RedisTaskStoreOptions {
   /** Redis to connect to. Give this or `client`. */
   url?: string;
   /** An ioredis client to use instead of `url`; the store does not close it. */
-  client?: Redis;
+  client?: RedisClient;
   /** Prefix of every key and channel. Default `'mcp-kit:'`. */
   keyPrefix?: string;
   /** How long a task with `ttlMs: null` is kept. Default 7 days. */
@@ -103,13 +105,13 @@ return {status or '', answers}`,
  * the owner also checks its running tasks every `checkEveryMs`, so a lost wake-up only delays.
  */
 export class RedisTaskStore implements TaskStore {
-  readonly client: Redis;
+  readonly client: RedisClient;
   readonly keyPrefix: string;
   private readonly keys: Keyspace;
   private readonly maxTtlMs: number;
   private readonly checkEveryMs: number;
   private readonly ownsClient: boolean;
-  private subscriber: Redis | undefined;
+  private subscriber: RedisClient | undefined;
   private listener: TaskSignalListener | undefined;
   /** Tasks this instance runs and has not seen end. */
   private readonly mine = new Set<string>();
@@ -156,11 +158,11 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async get(taskId: string): Promise<TaskRecord | undefined> {
-    // A task an instance of the version before 0.2 runs (a rolling deploy from it): its keys had no hash tag.
-    return (
-      (await this.read(this.keys.task(taskId), this.keys.taskInput(taskId))) ??
-      this.read(this.keys.legacy.task(taskId), this.keys.legacy.taskInput(taskId))
-    );
+    // A task an instance of the version before 0.2 runs (a rolling deploy from it): its keys had no
+    // hash tag. (Never on a Redis Cluster: those versions did not run on one.)
+    const found = await this.read(this.keys.task(taskId), this.keys.taskInput(taskId));
+    if (found || isCluster(this.client)) return found;
+    return this.read(this.keys.legacy.task(taskId), this.keys.legacy.taskInput(taskId));
   }
 
   private async read(taskKey: string, inputKey: string): Promise<TaskRecord | undefined> {
@@ -192,7 +194,7 @@ export class RedisTaskStore implements TaskStore {
     const answer = (keys: string[]) => ANSWER.run(this.client, [...keys, Date.now(), this.channelPrefix(), ...pairs]) as Promise<number>;
     let taken = await answer([this.taskKey(taskId), this.inputKey(taskId), this.answersKey(taskId)]);
     // No such task: maybe one an instance of the version before 0.2 runs (see `get`).
-    if (taken === -1)
+    if (taken === -1 && !isCluster(this.client))
       taken = await answer([this.keys.legacy.task(taskId), this.keys.legacy.taskInput(taskId), this.keys.legacy.taskAnswers(taskId)]);
     if (taken > 0) this.announce(taskId);
     return taken >= 0;
@@ -202,7 +204,7 @@ export class RedisTaskStore implements TaskStore {
     const cancel = (keys: string[]) => CANCEL.run(this.client, [...keys, Date.now(), this.channelPrefix(), reason]) as Promise<number>;
     let done = await cancel([this.taskKey(taskId), this.inputKey(taskId)]);
     // No such task: maybe one an instance of the version before 0.2 runs (see `get`).
-    if (done === -1) done = await cancel([this.keys.legacy.task(taskId), this.keys.legacy.taskInput(taskId)]);
+    if (done === -1 && !isCluster(this.client)) done = await cancel([this.keys.legacy.task(taskId), this.keys.legacy.taskInput(taskId)]);
     if (done > 0) this.announce(taskId);
     return done >= 0;
   }
@@ -211,7 +213,16 @@ export class RedisTaskStore implements TaskStore {
   async listen(instanceId: string, listener: TaskSignalListener): Promise<void> {
     this.listener = listener;
     // ioredis resubscribes after a reconnect; what was published meanwhile arrives with the next check.
-    const subscriber = duplicateClient(this.client, { connectionName: 'mcp-kit-task-signals', lazyConnect: true, autoResubscribe: true });
+    // Classic pub/sub on a Redis Cluster too: a task's wake-up goes to its owner's channel, which
+    // is in no slot of the task's (the scripts that publish it name only the task's keys), and a
+    // lost one only waits for the next check. ioredis' Cluster keeps one subscriber connection,
+    // moved to another node when its node goes.
+    const subscriber = isCluster(this.client)
+      ? this.client.duplicate([], {
+          lazyConnect: true,
+          redisOptions: { ...this.client.options.redisOptions, connectionName: 'mcp-kit-task-signals' },
+        })
+      : duplicateClient(this.client, { connectionName: 'mcp-kit-task-signals', lazyConnect: true, autoResubscribe: true });
     subscriber.on('error', () => {});
     const changes = this.changesChannel();
     subscriber.on('message', (channel: string, taskId: string) => void (channel === changes ? this.changed(taskId) : this.take(taskId)));

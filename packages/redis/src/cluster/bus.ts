@@ -1,7 +1,9 @@
-import type { Redis, RedisOptions } from 'ioredis';
+import { randomBytes } from 'node:crypto';
 import type { ClusterMessage } from '@mcp-kit/core';
-import { LuaScript } from '../client.js';
+import { LuaScript, type RedisClient } from '../client.js';
 import type { Keyspace } from '../keyspace.js';
+import { createSubscriber, type ChannelSubscriber } from '../pubsub/subscriber.js';
+import { pipelinePerNode, type KeyedCommand } from '../slots.js';
 
 /**
  * How long a bus message is kept for an instance that was away (its subscriber reconnecting, a
@@ -12,8 +14,6 @@ export const BUS_RETENTION_MS = 5 * 60_000;
 export const BUS_MAX_ENTRIES = 1_000;
 /** Entries read back per session and round trip. */
 const PAGE = 500;
-/** Channels subscribed per command. */
-const SUBSCRIBE_BATCH = 1_000;
 
 /**
  * A Lua function for the scripts that post on the bus: appends `message` (`{"f":…,"t":…,"m":…}`)
@@ -28,13 +28,16 @@ export const BUS_POST_LUA = `local function post(inbox, channel, message, retent
   local id = redis.call('XADD', inbox, 'MINID', '~', string.format('%d', now - retention), '*', 'm', message)
   if redis.call('XLEN', inbox) > maxlen then redis.call('XTRIM', inbox, 'MAXLEN', '~', maxlen) end
   redis.call('PEXPIRE', inbox, retention)
-  redis.call('PUBLISH', channel, '{"i":"' .. id .. '",' .. string.sub(message, 2))
+  publish(channel, '{"i":"' .. id .. '",' .. string.sub(message, 2))
   return id
 end
 `;
 
-// KEYS: the session's inbox. ARGV: its channel, the message, retention, max entries.
-const POST = new LuaScript(`${BUS_POST_LUA}return post(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))`, 1);
+// KEYS: the session's inbox, its channel (a key too: SPUBLISH on a Redis Cluster names it). ARGV:
+// the message, retention, max entries.
+const POST = new LuaScript(`${BUS_POST_LUA}return post(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))`, 2, {
+  publishes: true,
+});
 
 interface Envelope {
   /** The message's id in its session's inbox. */
@@ -43,6 +46,8 @@ interface Envelope {
   f?: string;
   /** The instance it is for, `'*'` for every one holding a copy of the session. */
   t?: string;
+  /** A nonce of the post: the same message stored twice (a post sent again) is taken once. */
+  u?: string;
   m?: ClusterMessage;
 }
 
@@ -76,34 +81,34 @@ function compareIds(a: string, b: string): number {
 export class SharedBus {
   private readonly followed = new Map<string, Followed>();
   private listener: ((message: ClusterMessage) => void) | undefined;
-  private connect: ((options: RedisOptions) => Redis) | undefined;
-  private subscriber: Redis | undefined;
-  /** The channels the current connection is subscribed to. */
+  private subscriber: ChannelSubscriber | undefined;
+  /** The channels subscribed now (confirmed, and not lost since). */
   private readonly subscribed = new Set<string>();
   /** Live messages are taken as they come: nothing was missed since the cursors. */
   private live = false;
   /** A live message came while reading back: read again before going live. */
   private dirty = false;
   private syncing: Promise<void> | undefined;
-  /** The connection whose ping is awaited. */
-  private pinging: Redis | undefined;
+  /** The nonces of the messages delivered lately: a post ioredis sent again after its connection closed is stored twice, and taken once. */
+  private readonly delivered = new Set<string>();
   private closed = false;
 
   constructor(
     private readonly options: {
-      client: Redis;
+      client: RedisClient;
       keys: Keyspace;
       instanceId: string;
-      /** A subscriber that does not answer a ping within this long is given up and made again. */
+      /** A subscriber connection that does not answer a ping within this long is given up and made again. */
       pingTimeoutMs: number;
+      commandTimeoutMs: number;
       /** Something may have been missed (the subscriber connection was lost). */
       onGap: () => void;
     },
   ) {}
 
-  /** What {@link BUS_POST_LUA} posts for `message` from this instance to instance `to` (`'*'`: every holder). */
+  /** What {@link BUS_POST_LUA} posts for `message` from this instance to instance `to` (`'*'`: every holder), with a nonce of its own. */
   envelope(to: string, message: ClusterMessage): string {
-    return JSON.stringify({ f: this.options.instanceId, t: to, m: message } satisfies Envelope);
+    return JSON.stringify({ f: this.options.instanceId, t: to, u: randomBytes(9).toString('base64url'), m: message } satisfies Envelope);
   }
 
   /** Resolves once `message` is in its session's inbox, for `to` (`'*'`: every instance holding a copy); rejects if Redis did not take it. */
@@ -129,29 +134,47 @@ export class SharedBus {
     const subscriber = this.subscriber;
     if (!subscriber || !this.live) return; // the next read back subscribes it
     const channel = this.options.keys.busChannel(sessionId);
-    subscriber.subscribe(channel).then(
-      () => {
-        if (this.subscriber !== subscriber || this.followed.get(sessionId) !== followed) return;
-        this.subscribed.add(channel);
-        void this.readOne(sessionId, followed).catch(() => this.gap());
-      },
-      () => this.gap(),
-    );
+    subscriber.subscribe([channel]).then((failed) => {
+      if (failed.length > 0) return this.gap();
+      if (this.followed.get(sessionId) !== followed) return;
+      this.subscribed.add(channel);
+      void this.readOne(sessionId, followed).catch(() => this.gap());
+    });
   }
 
   /** This instance holds no copy of `sessionId` any more. */
   unfollow(sessionId: string): void {
     if (!this.followed.delete(sessionId)) return;
     const channel = this.options.keys.busChannel(sessionId);
-    if (this.subscribed.delete(channel)) this.subscriber?.unsubscribe(channel).catch(() => {});
+    if (this.subscribed.delete(channel)) this.subscriber?.unsubscribe([channel]);
   }
 
-  /** `listener` gets what is posted to this instance or to every holder of a session it follows; `connect` makes the subscriber connection. */
-  listen(listener: (message: ClusterMessage) => void, connect: (options: RedisOptions) => Redis): void {
+  /** `listener` gets what is posted to this instance or to every holder of a session it follows (one more Redis connection, subscribed; on a Redis Cluster one per master). */
+  listen(listener: (message: ClusterMessage) => void): void {
     this.listener = listener;
     if (this.subscriber || this.closed) return;
-    this.connect = connect;
-    this.open();
+    const { client, commandTimeoutMs } = this.options;
+    // Subscribed by `readBack` once it knows where to read from: a resubscription of its own
+    // would take live messages before the gap is read back.
+    const subscriber = createSubscriber(client, 'mcp-kit-bus', commandTimeoutMs, {
+      message: (channel, raw) => this.receive(channel, raw),
+      lost: (channels) => {
+        for (const channel of channels) this.subscribed.delete(channel);
+        this.gap();
+      },
+      ready: () => {
+        this.dirty = true;
+        this.resync().catch(() => {}); // the next beat tries again
+      },
+    });
+    this.subscriber = subscriber;
+    subscriber.connect(commandTimeoutMs).then(
+      () => {
+        this.dirty = true;
+        return this.resync();
+      },
+      () => {}, // the next beat tries again
+    );
   }
 
   /** Whether live messages are taken as they come (always, with nobody listening). */
@@ -159,17 +182,17 @@ export class SharedBus {
     return !this.subscriber || this.live;
   }
 
-  /** Every heartbeat: a gap not read back yet is read back, and the subscriber is pinged. */
+  /** Every heartbeat: a gap not read back yet is read back, and the subscriber's connections are pinged. */
   tick(): void {
     if (!this.subscriber || this.closed) return;
     if (!this.live) this.resync().catch(() => {}); // the next beat tries again
-    this.ping(this.subscriber);
+    this.subscriber.ping(this.options.pingTimeoutMs);
   }
 
   /**
    * Reads what the inboxes of the followed sessions hold past their cursors (subscribing first to
-   * the channels the connection lacks, when it is up), then takes live messages again if the
-   * connection is subscribed to all of them. Rejects when Redis cannot be read. Several calls
+   * the channels not subscribed, when the subscriber can), then takes live messages again if every
+   * followed session's channel is subscribed. Rejects when Redis cannot be read. Several calls
    * share one read.
    */
   resync(): Promise<void> {
@@ -182,61 +205,12 @@ export class SharedBus {
     this.closed = true;
     const subscriber = this.subscriber;
     this.subscriber = undefined;
-    if (subscriber) await subscriber.quit().catch(() => subscriber.disconnect());
-  }
-
-  private open(): void {
-    // Subscribed by `readBack` at each connection, once it knows where to read from: ioredis' own
-    // resubscribe would take live messages before the gap is read back.
-    const subscriber = this.connect!({ connectionName: 'mcp-kit-bus', enableOfflineQueue: true, autoResubscribe: false });
-    this.subscriber = subscriber;
-    subscriber.on('error', () => {}); // reconnects by itself
-    subscriber.on('close', () => this.lost(subscriber));
-    subscriber.on('ready', () => {
-      if (this.subscriber !== subscriber) return;
-      this.dirty = true;
-      this.resync().catch(() => {}); // the next beat tries again
-    });
-    subscriber.on('message', (channel: string, raw: string) => {
-      if (this.subscriber === subscriber) this.receive(channel, raw);
-    });
-  }
-
-  private lost(subscriber: Redis): void {
-    if (this.subscriber !== subscriber) return;
-    this.subscribed.clear();
-    this.gap();
+    await subscriber?.close();
   }
 
   private gap(): void {
     this.live = false;
     this.options.onGap();
-  }
-
-  /**
-   * A connection can go half-open (a NAT or a firewall forgot it; an instance frozen past Redis'
-   * patience): nothing closes, and what is published on it is lost. One that does not answer a
-   * ping in time is given up; a new one subscribes and reads back what the inboxes kept.
-   */
-  private ping(subscriber: Redis): void {
-    if (this.pinging === subscriber || subscriber.status !== 'ready') return;
-    this.pinging = subscriber;
-    const timer = setTimeout(() => this.replace(subscriber), this.options.pingTimeoutMs);
-    timer.unref?.();
-    subscriber
-      .ping()
-      .catch(() => {}) // a dropped connection: `close` says so
-      .finally(() => {
-        clearTimeout(timer);
-        if (this.pinging === subscriber) this.pinging = undefined;
-      });
-  }
-
-  private replace(subscriber: Redis): void {
-    if (this.subscriber !== subscriber || this.closed) return;
-    this.lost(subscriber);
-    subscriber.disconnect(); // ioredis destroys the socket if it does not close in time
-    this.open();
   }
 
   private receive(channel: string, raw: string): void {
@@ -272,25 +246,17 @@ export class SharedBus {
       do {
         this.dirty = false;
         const subscriber = this.subscriber;
-        if (subscriber?.status === 'ready') {
+        if (subscriber?.ready) {
           const missing = [...this.followed.keys()].map((id) => this.options.keys.busChannel(id)).filter((c) => !this.subscribed.has(c));
-          try {
-            for (let i = 0; i < missing.length; i += SUBSCRIBE_BATCH) {
-              const batch = missing.slice(i, i + SUBSCRIBE_BATCH);
-              await subscriber.subscribe(...batch);
-              if (this.subscriber !== subscriber || subscriber.status !== 'ready') break;
-              for (const channel of batch) this.subscribed.add(channel);
-            }
-          } catch {
-            // The connection dropped again: the inboxes are read all the same; its next `ready` subscribes.
-          }
+          // What could not be subscribed (its connection down) is read all the same; its next `ready` subscribes it.
+          const failed = new Set(await subscriber.subscribe(missing));
+          if (this.subscriber === subscriber) for (const channel of missing) if (!failed.has(channel)) this.subscribed.add(channel);
         }
         // Subscribed before reading: whatever is posted from now on is heard live, or read here.
         await this.readInboxes([...this.followed]);
       } while (this.dirty);
       const subscriber = this.subscriber;
-      this.live =
-        subscriber?.status === 'ready' && [...this.followed.keys()].every((id) => this.subscribed.has(this.options.keys.busChannel(id)));
+      this.live = !!subscriber?.ready && [...this.followed.keys()].every((id) => this.subscribed.has(this.options.keys.busChannel(id)));
     } finally {
       this.syncing = undefined;
     }
@@ -309,13 +275,14 @@ export class SharedBus {
     }
   }
 
-  /** What the inboxes of `sessions` hold past their cursors, in order, a page of each per round trip. */
+  /** What the inboxes of `sessions` hold past their cursors, in order, a page of each per round trip (one per master on a Redis Cluster). */
   private async readInboxes(sessions: Array<[string, Followed]>): Promise<void> {
     let due = sessions;
     while (due.length > 0) {
-      const pipeline = this.options.client.pipeline();
-      for (const [id, followed] of due) pipeline.xrange(this.options.keys.inbox(id), `(${followed.cursor}`, '+', 'COUNT', PAGE);
-      const replies = (await pipeline.exec()) ?? [];
+      const replies = await pipelinePerNode(
+        this.options.client,
+        due.map(([id, followed]): KeyedCommand => ['xrange', this.options.keys.inbox(id), `(${followed.cursor}`, '+', 'COUNT', PAGE]),
+      );
       const more: Array<[string, Followed]> = [];
       for (const [j, [id, followed]] of due.entries()) {
         const [error, entries] = replies[j] ?? [new Error('no reply')];
@@ -338,6 +305,11 @@ export class SharedBus {
   private deliver(envelope: Envelope): void {
     const { instanceId } = this.options;
     if (envelope.f === instanceId || !envelope.m || (envelope.t !== '*' && envelope.t !== instanceId)) return;
+    if (envelope.u !== undefined) {
+      if (this.delivered.has(envelope.u)) return;
+      this.delivered.add(envelope.u);
+      if (this.delivered.size > 10_000) this.delivered.delete(this.delivered.values().next().value!);
+    }
     try {
       this.listener?.(envelope.m);
     } catch {

@@ -21,16 +21,17 @@ return p or ''`,
   1,
 );
 
-// KEYS: the session, its inbox. ARGV: its channel, the 'ended' message, the bus' retention and
+// KEYS: the session, its inbox, its channel. ARGV: the 'ended' message, the bus' retention and
 // max entries.
 // The client's DELETE. The record goes and every instance holding a copy is told in one step, so
 // a copy that missed the message finds the session gone from Redis, and the message in the
 // session's inbox (pub/sub only wakes). What its streams registered stays for deleteSession.
 export const END_SHARED = new LuaScript(
   `${BUS_POST_LUA}redis.call('HDEL', KEYS[1], 'r', 'p')
-post(KEYS[2], ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))
+post(KEYS[2], KEYS[3], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
 return 1`,
-  2,
+  3,
+  { publishes: true },
 );
 
 // KEYS: the session. ARGV: the record as last read, the record to save instead, its TTL.

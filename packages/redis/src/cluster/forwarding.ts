@@ -39,14 +39,15 @@ export class Owners implements ClusterStrategy {
 
   async claim(sessionId: string, principal: string | undefined): Promise<void> {
     const { client, keys, registry } = this.ctx;
-    // Two slots: the instance's key (whose loss says Redis may have lost this instance's sessions) and the session's.
+    // Two slots: this instance's presence in the session's shard (whose loss says the shard may have
+    // lost this instance's sessions) and the session's.
     const [previous] = await Promise.all([
-      client.set(...registry.instanceKeyArgs()),
+      client.set(...registry.presenceArgs(sessionId)),
       CLAIM.run(client, [keys.session(sessionId), registry.instanceId, registry.internalUrl, principal ?? '', this.ownerTtlMs]),
     ]);
     const lost = previous === null && this.owned.size > 0;
     this.owned.set(sessionId, { epoch: '', principal: principal ?? '' });
-    if (lost) registry.keyLost();
+    if (lost) registry.keyLost(sessionId);
   }
 
   /**
@@ -59,7 +60,8 @@ export class Owners implements ClusterStrategy {
     if (this.owned.delete(sessionId)) remember(this.releasing, sessionId);
     else if (!this.releasing.has(sessionId)) return !this.lostHere.delete(sessionId);
     const released =
-      (await this.fenced((force) => RELEASE.run(this.ctx.client, [this.ctx.keys.session(sessionId), this.me, '0', force]))) === 1;
+      (await this.fenced(sessionId, (force) => RELEASE.run(this.ctx.client, [this.ctx.keys.session(sessionId), this.me, '0', force]))) ===
+      1;
     this.releasing.delete(sessionId);
     return released;
   }
@@ -67,7 +69,7 @@ export class Owners implements ClusterStrategy {
   async saveRecord(sessionId: string, record: RestoreRecord, ttlMs: number): Promise<void> {
     const { client, keys } = this.ctx;
     const saved = encodeRecord(record);
-    await this.fenced((force) => SAVE_RECORD.run(client, [keys.session(sessionId), this.me, saved, ttlMs, force]));
+    await this.fenced(sessionId, (force) => SAVE_RECORD.run(client, [keys.session(sessionId), this.me, saved, ttlMs, force]));
   }
 
   kept(): void {}
@@ -81,7 +83,7 @@ export class Owners implements ClusterStrategy {
     // Redis lost its data moments ago: the session may live on an instance that has not written its
     // owner record back yet, though a restore record it saved since is there; taking the session
     // would make a second owner. A 503 its client retries, never a 404.
-    if (await registry.dataJustLost())
+    if (await registry.dataJustLost(sessionId))
       throw new Error('Redis lost its data moments ago: the session may live on an instance that has not written its records back yet');
     // Read, then taken compare-and-set with every stream it registered named (one slot): a few tries if its owner changes meanwhile.
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -206,17 +208,18 @@ export class Owners implements ClusterStrategy {
    * peer's, and this instance lets it go; one this instance takes back after a data loss is taken
    * from the instance that wrote it back first, which learns it from its taken set.
    */
-  async beat({ all, dataLost }: Beat): Promise<void> {
+  async beat({ all, checks, dataLost }: Beat): Promise<void> {
     if (!all) return;
     const { client, keys, registry } = this.ctx;
-    const ids = [...this.owned.keys()];
+    // The sessions in the shards whose records are checked (all of them on one Redis).
+    const ids = [...this.owned.keys()].filter(checks);
     for (let i = 0; i < ids.length; i += 1_000) {
       // A session released since is not written back. One script per session: each touches its own slot.
       const batch = ids.slice(i, i + 1_000).filter((id) => this.owned.has(id));
       const replies = await Promise.all(
         batch.map((id) => {
           const { epoch, principal } = this.owned.get(id)!;
-          return RECLAIM.run(client, [keys.session(id), this.me, registry.internalUrl, epoch, dataLost, this.ownerTtlMs, principal]);
+          return RECLAIM.run(client, [keys.session(id), this.me, registry.internalUrl, epoch, dataLost(id), this.ownerTtlMs, principal]);
         }),
       );
       for (const [j, id] of batch.entries()) {
@@ -255,12 +258,12 @@ export class Owners implements ClusterStrategy {
    * this instance's records were written, and if so runs it again with `force` (see fence.ts);
    * if not, the session was ended or handed off on purpose: 0, not this instance's to write.
    */
-  private async fenced(run: (force: '0' | '1') => Promise<unknown>): Promise<unknown> {
+  private async fenced(sessionId: string, run: (force: '0' | '1') => Promise<unknown>): Promise<unknown> {
     try {
       return await run('0');
     } catch (error) {
       if (refusalOf(error)?.code !== ScriptRefusal.NoOwner) throw error;
-      return (await this.ctx.registry.dataLostSinceRecords()) ? run('1') : 0;
+      return (await this.ctx.registry.dataLostSinceRecords(sessionId)) ? run('1') : 0;
     }
   }
 

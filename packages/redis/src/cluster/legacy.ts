@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../client.js';
 import type { RestoreRecord } from '@mcp-kit/core';
 import { LuaScript } from '../client.js';
 import { FENCE_STREAM_LUA } from '../fence.js';
@@ -19,7 +19,7 @@ export interface LegacySession {
   record?: { principal: string | undefined; record: RestoreRecord; ttlMs: number };
 }
 
-export async function readLegacy(client: Redis, keys: Keyspace, sessionId: string, withRecord: boolean): Promise<LegacySession> {
+export async function readLegacy(client: RedisClient, keys: Keyspace, sessionId: string, withRecord: boolean): Promise<LegacySession> {
   // Separate commands: the old keys carry no hash tag (they never ran on a cluster).
   const [owner, record, ttlMs] = await Promise.all([
     client.get(keys.legacy.owner(sessionId)),
@@ -43,7 +43,7 @@ export async function readLegacy(client: Redis, keys: Keyspace, sessionId: strin
 }
 
 /** The old set of a session's streams (same slot as the session), and each one's old request ids key. */
-export async function legacyStreams(client: Redis, keys: Keyspace, sessionId: string): Promise<string[]> {
+export async function legacyStreams(client: RedisClient, keys: Keyspace, sessionId: string): Promise<string[]> {
   return client.smembers(keys.legacy.streams(sessionId)).catch(() => []);
 }
 

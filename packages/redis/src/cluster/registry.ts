@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../client.js';
 import type { SessionOwner } from '@mcp-kit/core';
 import { LuaScript } from '../client.js';
 import { checkEvictionPolicy } from '../eviction.js';
 import { HopSigner, sharedHopSecret } from '../hop.js';
+import { followConnections, isCluster } from '../redis-cluster.js';
+import { Shards, type Shard } from './shards.js';
 import type { Keyspace } from '../keyspace.js';
 
 // KEYS: the instances' index, their URLs. ARGV: this instance's id, its internal URL, how long
@@ -58,14 +60,31 @@ return ARGV[1]`,
 
 /** What a beat found, for the mode to write its records back ({@link BeatHooks.beat}). */
 export interface Beat {
-  /** This instance's key was found gone since the last full check: every record it holds is checked (written back, or let go). */
+  /** This instance's presence was found gone in some shard since the last full check: the records it holds there are checked (written back, or let go). */
   all: boolean;
-  /** Redis lost its data since this instance last looked (a new generation). */
+  /** Whether `sessionId` is in a shard whose records this beat checks. */
+  checks(sessionId: string): boolean;
+  /** Some shard lost its data since this instance last looked (a new generation). */
   lostData: boolean;
-  /** Whether a record missing now may have gone with Redis' data (not ended on purpose): `'1'` or `'0'`. */
-  dataLost: '1' | '0';
+  /** Whether `sessionId` is in a shard that lost its data since this instance last looked. */
+  lostDataOf(sessionId: string): boolean;
+  /** Whether a record of `sessionId` missing now may have gone with Redis' data (not ended on purpose): `'1'` or `'0'`. */
+  dataLost(sessionId: string): '1' | '0';
   /** When the beat's first write went through. */
   now: number;
+}
+
+/** What this instance knows of one shard (see shards.ts). */
+interface ShardState {
+  /** The shard's generation this instance last saw: a new one means the shard lost its data. */
+  generation: string | undefined;
+  /** When this instance found the shard's data lost (a new generation), if it ever did. */
+  dataLostAt: number | undefined;
+  /** The generation in which this instance's records in the shard were last all written (by a beat): the fence's (see fence.ts). */
+  recordsGeneration: string | undefined;
+  /** Full checks of the records held in the shard asked for (its presence was found gone), and how many a beat that went through did. */
+  reclaimAsked: number;
+  reclaimDone: number;
 }
 
 /** What the mode does at each beat and heartbeat tick. */
@@ -92,22 +111,13 @@ export class InstanceRegistry {
   private hooks: BeatHooks | undefined;
   private readonly liveness = new Map<string, { alive: boolean; at: number }>();
   private peersCache: { at: number; peers: SessionOwner[] } | undefined;
-  /**
-   * Full checks of every held record asked for (our instance key was found gone, by a beat or a
-   * claim), and how many of them a beat that went through did: the next beat does them while fewer.
-   */
-  private reclaimAsked = 0;
-  private reclaimDone = 0;
+  /** The shards of Redis' data (one on one Redis, one per master on a Redis Cluster), and what this instance knows of each. */
+  private readonly shards: Shards;
+  private readonly shardStates = new Map<string, ShardState>();
   /** When the last beat that went through (records checked) was sent. */
   private beatSentAt = Date.now();
   /** When the heartbeat timer last fired: a timer (or a request) that finds it two beats old found a pause. */
   tickedAt = Date.now();
-  /** Redis' data generation this instance last saw (`<prefix>generation`): a new one means Redis lost its data. */
-  private generation: string | undefined;
-  /** When this instance found Redis' data lost (a new generation), if it ever did. */
-  private dataLostAt: number | undefined;
-  /** The generation in which this instance's records were last all written (by a beat): the fence's (see fence.ts). */
-  private recordsGeneration: string | undefined;
   /** The connection to Redis was lost (closed) since it was last ready. */
   private cutOff = false;
   /** When the connection was last ready again after it was lost: peers get a window to beat again (see {@link isAlive}). */
@@ -116,9 +126,10 @@ export class InstanceRegistry {
   private hopSecret: string | undefined;
   private readonly ownHopSecret: boolean;
   private closed = false;
+  private readonly unfollow: () => void;
 
   constructor(
-    private readonly client: Redis,
+    private readonly client: RedisClient,
     private readonly keys: Keyspace,
     readonly instanceId: string,
     /** `''` in a shared cluster. */
@@ -129,15 +140,16 @@ export class InstanceRegistry {
     private readonly onTick: (sinceLastTickMs: number) => void,
   ) {
     this.ownerTimeoutMs = heartbeatMs * 3;
+    this.shards = new Shards(client, keys, instanceId);
     this.hops = new HopSigner(hopSecret);
     this.hopSecret = hopSecret;
     this.ownHopSecret = hopSecret !== undefined;
     this.timer = setInterval(() => this.tick(), heartbeatMs);
     this.timer.unref?.();
     // An instance counts as alive from the moment it can serve: it beats as soon as the
-    // connection is up (and again after every reconnect), not a heartbeat later.
-    client.on('ready', this.onReady);
-    client.on('close', this.onClose);
+    // connection is up (and again after every reconnect), not a heartbeat later. On a Redis
+    // Cluster, each master's connection: a failover of one shard is an outage of its slots.
+    this.unfollow = followConnections(client, { ready: this.onReady, lost: this.onClose });
   }
 
   /** Starts beating, with what the mode does at each beat. */
@@ -175,7 +187,17 @@ export class InstanceRegistry {
 
   private async beat(hooks: BeatHooks): Promise<void> {
     const sentAt = Date.now();
-    const previous = await this.client.set(this.keys.instance(this.instanceId), this.internalUrl, 'PX', this.heartbeatMs * 3, 'GET');
+    const shards = this.shards.all();
+    // A Redis Cluster whose slots are not read yet: its `ready` beats again.
+    if (shards.length === 0) throw new Error('the Redis Cluster has no slots read yet');
+    const [presences] = await Promise.all([
+      // This instance's presence in each shard, with what it held (gone: its records there may be too).
+      Promise.all(shards.map((shard) => this.client.set(shard.presenceKey, this.internalUrl, 'PX', this.heartbeatMs * 3, 'GET'))),
+      // On a Redis Cluster its liveness is a key of its own, apart from the shards' presences.
+      isCluster(this.client)
+        ? this.client.set(this.keys.instance(this.instanceId), this.internalUrl, 'PX', this.heartbeatMs * 3)
+        : undefined,
+    ]);
     // Once per client (cached), also for an app that never calls ready(): a warning if Redis may evict.
     void checkEvictionPolicy(this.client);
     // Sessions a peer took back from this instance after Redis lost its data (see the forwarding mode's RECLAIM).
@@ -191,33 +213,67 @@ export class InstanceRegistry {
     ]);
     hooks.taken(taken);
     const now = Date.now();
-    // Our key was gone, so our records may be too (Redis restarted): write them all again, at this
-    // beat or, if it fails midway, the next.
-    if (previous === null) this.reclaimAsked++;
-    const asked = this.reclaimAsked;
-    const all = this.reclaimDone < asked;
+    // Our presence in a shard was gone, so our records there may be too (it restarted empty): they
+    // are all checked again, at this beat or, if it fails midway, the next.
+    const checked = new Map<string, number>();
+    for (const [i, shard] of shards.entries()) {
+      const state = this.stateOf(shard.tag);
+      if (presences[i] === null) state.reclaimAsked++;
+      if (state.reclaimDone < state.reclaimAsked) checked.set(shard.tag, state.reclaimAsked);
+    }
+    const all = checked.size > 0;
     if (!this.ownHopSecret && (all || this.hopSecret === undefined)) await this.shareHopSecret();
-    const lostData = all && (await this.redisLostData());
-    // Back after our key expired, with Redis' data intact (or at a refresh), a missing owner record
-    // was ended or handed off on purpose, not lost with Redis: it is not brought back (see fence.ts).
-    // Never written in a known generation yet: any record missing now may have gone with Redis.
-    const dataLost = this.recordsGeneration === undefined || this.generation !== this.recordsGeneration ? '1' : '0';
-    await hooks.beat({ all, lostData, dataLost, now });
-    if (all) this.reclaimDone = asked;
+    const lost = all ? await this.shardsThatLostData(shards.filter((shard) => checked.has(shard.tag))) : new Set<string>();
+    // Back after our presence expired, with the shard's data intact (or at a refresh), a missing
+    // owner record was ended or handed off on purpose, not lost with Redis: it is not brought back
+    // (see fence.ts). Never written in a known generation yet: any record missing now may have gone with Redis.
+    const dataLostIn = (tag: string) => {
+      const state = this.stateOf(tag);
+      return state.recordsGeneration === undefined || state.generation !== state.recordsGeneration;
+    };
+    const tagOf = (sessionId: string) => this.shards.of(sessionId).tag;
+    await hooks.beat({
+      all,
+      checks: (sessionId) => checked.has(tagOf(sessionId)),
+      lostData: lost.size > 0,
+      lostDataOf: (sessionId) => lost.has(tagOf(sessionId)),
+      dataLost: (sessionId) => (dataLostIn(tagOf(sessionId)) ? '1' : '0'),
+      now,
+    });
+    for (const [tag, asked] of checked) {
+      const state = this.stateOf(tag);
+      state.reclaimDone = asked;
+      state.recordsGeneration = state.generation;
+    }
     this.beatSentAt = sentAt;
-    if (all) this.recordsGeneration = this.generation;
   }
 
-  /** This instance's key was found gone outside a beat (a claim): the next beat checks every record, and one more if one is under way. */
-  keyLost(): void {
-    this.reclaimAsked++;
+  private stateOf(tag: string): ShardState {
+    let state = this.shardStates.get(tag);
+    if (!state)
+      this.shardStates.set(
+        tag,
+        (state = { generation: undefined, dataLostAt: undefined, recordsGeneration: undefined, reclaimAsked: 0, reclaimDone: 0 }),
+      );
+    return state;
+  }
+
+  /** This instance's presence in `sessionId`'s shard was found gone outside a beat (a claim): the next beat checks its records there, and one more if one is under way. */
+  keyLost(sessionId: string): void {
+    const state = this.stateOf(this.shards.of(sessionId).tag);
+    state.reclaimAsked++;
     // A beat under way may have read its records before Redis lost them: then one more.
-    void this.heartbeat().then(() => (this.reclaimDone < this.reclaimAsked ? this.heartbeat() : undefined));
+    void this.heartbeat().then(() => (state.reclaimDone < state.reclaimAsked ? this.heartbeat() : undefined));
   }
 
-  /** The command that writes this instance's key, returning what it held (`null`: it was gone). */
-  instanceKeyArgs(): [string, string, 'PX', number, 'GET'] {
-    return [this.keys.instance(this.instanceId), this.internalUrl, 'PX', this.heartbeatMs * 3, 'GET'];
+  /** The tag of the shard holding `sessionId` (see shards.ts). */
+  shardOf(sessionId: string): string {
+    return this.shards.of(sessionId).tag;
+  }
+
+  /** The command that writes this instance's presence in `sessionId`'s shard, returning what it held (`null`: it was gone). */
+  presenceArgs(sessionId: string): [string, string, 'PX', number, 'GET'] {
+    return [this.shards.of(sessionId).presenceKey, this.internalUrl, 'PX', this.heartbeatMs * 3, 'GET'];
   }
 
   /** Two beats went by without one going through. */
@@ -238,27 +294,36 @@ export class InstanceRegistry {
   }
 
   /**
-   * Whether Redis lost its data (restarted empty) since this instance last looked: a generation
-   * key without TTL, made by the first instance to find it missing, changes then.
+   * The shards (of `shards`, all by default) that lost their data (restarted empty) since this
+   * instance last looked, by tag: each one's generation key, without TTL, made by the first
+   * instance to find it missing, changes then. A shard this instance never looked at counts as lost.
    */
-  async redisLostData(): Promise<boolean> {
-    const current = (await GENERATION.run(this.client, [this.keys.generation(), randomUUID()])) as string;
-    const lost = this.generation === undefined || current !== this.generation;
-    if (lost && this.generation !== undefined) this.dataLostAt = Date.now();
-    this.generation = current;
+  async shardsThatLostData(shards: Shard[] = this.shards.all()): Promise<Set<string>> {
+    const lost = new Set<string>();
+    await Promise.all(
+      shards.map(async (shard) => {
+        const current = (await GENERATION.run(this.client, [shard.generationKey, randomUUID()])) as string;
+        const state = this.stateOf(shard.tag);
+        if (state.generation === undefined || current !== state.generation) lost.add(shard.tag);
+        if (state.generation !== undefined && current !== state.generation) state.dataLostAt = Date.now();
+        state.generation = current;
+      }),
+    );
     return lost;
   }
 
   /**
-   * Whether Redis lost its data moments ago: its generation key is missing (nobody has beaten
-   * since) or new to this instance, or this instance found it new less than three heartbeats ago.
-   * Live instances write their records back at their next beat; until then a session with no
-   * record may still be alive.
+   * Whether `sessionId`'s shard lost its data moments ago: its generation key is missing (nobody
+   * has beaten since) or new to this instance, or this instance found it new less than three
+   * heartbeats ago. Live instances write their records back at their next beat; until then a
+   * session with no record may still be alive.
    */
-  async dataJustLost(): Promise<boolean> {
-    const current = await this.client.get(this.keys.generation());
-    if (current === null || (this.generation !== undefined && current !== this.generation)) return true;
-    return this.dataLostAt !== undefined && Date.now() - this.dataLostAt < this.heartbeatMs * 3;
+  async dataJustLost(sessionId: string): Promise<boolean> {
+    const shard = this.shards.of(sessionId);
+    const state = this.stateOf(shard.tag);
+    const current = await this.client.get(shard.generationKey);
+    if (current === null || (state.generation !== undefined && current !== state.generation)) return true;
+    return state.dataLostAt !== undefined && Date.now() - state.dataLostAt < this.heartbeatMs * 3;
   }
 
   /** Whether an instance has beaten within its TTL (this one: until it closes); cached for half a heartbeat. */
@@ -316,25 +381,28 @@ export class InstanceRegistry {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
-    this.client.off('ready', this.onReady);
-    this.client.off('close', this.onClose);
+    this.unfollow();
+    this.shards.close();
     await this.beating;
   }
 
   /** After the mode let go of what it held: this instance is gone for the others at once. */
   async leave(): Promise<void> {
     await this.client.del(this.keys.instance(this.instanceId)).catch(() => {});
+    if (isCluster(this.client)) await Promise.all(this.shards.all().map((shard) => this.client.del(shard.presenceKey).catch(() => {})));
     await this.client.zrem(this.keys.instances(), this.instanceId).catch(() => {});
     await this.client.hdel(this.keys.instanceUrls(), this.instanceId).catch(() => {});
   }
 
   /**
-   * Whether Redis lost its data since this instance's records were last all written (the
-   * generation key is gone or another): a record missing now is then only not written back yet.
+   * Whether `sessionId`'s shard lost its data since this instance's records there were last all
+   * written (its generation key is gone or another): a record missing now is then only not written back yet.
    */
-  async dataLostSinceRecords(): Promise<boolean> {
-    const current = await this.client.get(this.keys.generation());
-    return this.recordsGeneration === undefined || current !== this.recordsGeneration;
+  async dataLostSinceRecords(sessionId: string): Promise<boolean> {
+    const shard = this.shards.of(sessionId);
+    const current = await this.client.get(shard.generationKey);
+    const { recordsGeneration } = this.stateOf(shard.tag);
+    return recordsGeneration === undefined || current !== recordsGeneration;
   }
 
   get isClosed(): boolean {

@@ -1,5 +1,5 @@
 import type { ClusterMessage, RestoreRecord, SessionOwner, TakeOver } from '@mcp-kit/core';
-import { duplicateClient } from '../client.js';
+import { pipelinePerNode, type KeyedCommand } from '../slots.js';
 import { BUS_MAX_ENTRIES, BUS_RETENTION_MS, SharedBus } from './bus.js';
 import { END_SHARED, SAVE_SHARED, UPDATE_SHARED, WRITE_BACK } from './copy-scripts.js';
 import { encodeRecord, parseRecord } from './directory.js';
@@ -59,6 +59,7 @@ export class Copies implements ClusterStrategy {
       keys: ctx.keys,
       instanceId: ctx.registry.instanceId,
       pingTimeoutMs: Math.max(ctx.registry.heartbeatMs * 2, 1_000),
+      commandTimeoutMs: ctx.checkTimeoutMs,
       onGap: () => (this.busGap = true),
     });
   }
@@ -162,7 +163,7 @@ export class Copies implements ClusterStrategy {
       }
     }
     if (record === null) {
-      if (await registry.dataJustLost())
+      if (await registry.dataJustLost(sessionId))
         throw new Error('Redis lost its data moments ago: the session may live on an instance that has not written its records back yet');
       return undefined;
     }
@@ -225,14 +226,14 @@ export class Copies implements ClusterStrategy {
 
   /** `listener` gets what other instances post here (one more Redis connection, subscribed). */
   onMessage(listener: (message: ClusterMessage) => void): void {
-    this.bus.listen(listener, (options) => duplicateClient(this.ctx.client, options));
+    this.bus.listen(listener);
   }
 
   taken(): void {}
 
   /** After Redis lost its data: the records of the sessions held here, written back unless a copy elsewhere did first. */
-  async beat({ lostData }: Beat): Promise<void> {
-    if (lostData) await this.rewriteRecords();
+  async beat({ lostData, lostDataOf }: Beat): Promise<void> {
+    if (lostData) await this.rewriteRecords(lostDataOf);
   }
 
   tick(sinceLastTickMs: number): void {
@@ -296,15 +297,19 @@ export class Copies implements ClusterStrategy {
 
   private async checkHeldCopies(): Promise<void> {
     const { client, keys, registry } = this.ctx;
-    const lostData = await registry.redisLostData();
+    const lost = await registry.shardsThatLostData();
     await this.bus.resync();
-    if (lostData) return this.rewriteRecords();
-    const ids = [...this.held.keys()];
+    // The copies in a shard that lost its data are written back; the others are checked.
+    const lostDataOf = (sessionId: string) => lost.has(registry.shardOf(sessionId));
+    if (lost.size > 0) await this.rewriteRecords(lostDataOf);
+    const ids = [...this.held.keys()].filter((id) => !lostDataOf(id));
     for (let i = 0; i < ids.length; i += 1_000) {
       const batch = ids.slice(i, i + 1_000);
-      const pipeline = client.pipeline();
-      for (const id of batch) pipeline.hexists(keys.session(id), 'r');
-      const replies = (await pipeline.exec()) ?? [];
+      // One round trip per master: the sessions' hashes are in as many slots as sessions.
+      const replies = await pipelinePerNode(
+        client,
+        batch.map((id): KeyedCommand => ['hexists', keys.session(id), 'r']),
+      );
       for (const [j, id] of batch.entries()) {
         const [error, exists] = replies[j] ?? [new Error('no reply')];
         if (error) throw error;
@@ -316,9 +321,10 @@ export class Copies implements ClusterStrategy {
     }
   }
 
-  private async rewriteRecords(): Promise<void> {
+  /** The records of the copies held here (of the sessions `which` says), written back unless a copy elsewhere did first. */
+  private async rewriteRecords(which: (sessionId: string) => boolean): Promise<void> {
     const { client, keys } = this.ctx;
-    const held = [...this.held];
+    const held = [...this.held].filter(([id]) => which(id));
     for (let i = 0; i < held.length; i += 1_000)
       await Promise.all(
         held

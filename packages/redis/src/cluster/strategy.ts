@@ -1,11 +1,11 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../client.js';
 import type { ClusterMessage, CoreResponder, ForwardedRequest, RestoreRecord, SessionOwner, TakeOver } from '@mcp-kit/core';
 import type { Keyspace } from '../keyspace.js';
 import type { Beat, InstanceRegistry } from './registry.js';
 
 /** What both modes are built on: the connection, the keyspace, this instance in Redis, and the engine's listener. */
 export interface ClusterContext {
-  readonly client: Redis;
+  readonly client: RedisClient;
   readonly keys: Keyspace;
   readonly registry: InstanceRegistry;
   /** Tells the engine that a session is not this instance's to serve any more (see `SessionCluster.onLost`). */

@@ -4,13 +4,14 @@ import { refusalOf, ScriptRefusal } from '../script-errors.js';
 import { StreamGap } from './stream-gap.js';
 
 /**
- * Runs a fenced script; when it finds no owner record, asks whether Redis lost its data since
- * this instance's records were written, and if so runs it again with `force` (see fence.ts) for
+ * Runs a fenced script of `sessionId`'s; when it finds no owner record, asks whether the session's
+ * shard of Redis lost its data since this instance's records were written, and if so runs it again with `force` (see fence.ts) for
  * what it had not stored yet (`items` of them in all). A refusal keeps the count of what went in
  * before it (`stored`).
  */
 export async function fenced(
   fence: OwnerFence | undefined,
+  sessionId: string,
   items: number,
   run: (force: '0' | '1', stored: number) => Promise<unknown>,
 ): Promise<void> {
@@ -18,7 +19,7 @@ export async function fenced(
     await run('0', 0);
   } catch (error) {
     const refused = refusalOf(error);
-    if (refused?.code !== ScriptRefusal.NoOwner || !fence || !(await fence.dataLost())) throw error;
+    if (refused?.code !== ScriptRefusal.NoOwner || !fence || !(await fence.dataLost(sessionId))) throw error;
     const stored = Math.min(refused.stored, items);
     try {
       await run('1', stored);

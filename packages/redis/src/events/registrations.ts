@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../client.js';
 import type { UnfinishedStream } from '@mcp-kit/core';
 import type { Keyspace } from '../keyspace.js';
 
@@ -9,7 +9,7 @@ interface Registered {
 }
 
 /** The streams registered in a session, from its hash. */
-export async function registeredStreams(client: Redis, keys: Keyspace, sessionId: string): Promise<Registered[]> {
+export async function registeredStreams(client: RedisClient, keys: Keyspace, sessionId: string): Promise<Registered[]> {
   const fields = await client.hgetall(keys.session(sessionId));
   const out: Registered[] = [];
   for (const [name, value] of Object.entries(fields)) {
@@ -29,7 +29,7 @@ export async function registeredStreams(client: Redis, keys: Keyspace, sessionId
  * registrations, then each stream's last entry, in the session's slot): those an instance that
  * took the session over answers with the lost-call error.
  */
-export async function unfinishedStreams(client: Redis, keys: Keyspace, sessionId: string): Promise<UnfinishedStream[]> {
+export async function unfinishedStreams(client: RedisClient, keys: Keyspace, sessionId: string): Promise<UnfinishedStream[]> {
   const registered = await registeredStreams(client, keys, sessionId);
   if (registered.length === 0) return [];
   const pipeline = client.pipeline();

@@ -43,7 +43,7 @@ return 1`,
 // instance does not write the stream (it answers a lost call); 'l': store the final frame past
 // frames Redis lost), the stream's id, then (seq, frame, final) for each frame, in order.
 // Per frame, one XADD (NOMKSTREAM: a stream that is gone is not made again without the checks)
-// and one PUBLISH for the live tails on other instances: nothing else. Redis itself refuses an
+// and one publish (PUBLISH; SPUBLISH on a Redis Cluster) for the live tails on other instances: nothing else. Redis itself refuses an
 // entry id at or below the stream's last, and that is when the checks run: a frame already stored
 // (a retry whose reply was lost) is not stored twice; nothing goes after a final frame (another
 // instance's answer to a lost call moves the last id to the end, `XSETID`); a take-over fences a
@@ -88,7 +88,7 @@ for i = 0, n - 1 do
       written = type(redis.pcall('XADD', KEYS[1], 'NOMKSTREAM', 'MAXLEN', maxlen, seq .. '-0', 'f', frame, 'e', final)) == 'string'
     end
   end
-  local publish = written
+  local published = written
   if not written then
     local kind = checked(i, seq)
     if kind ~= 'stored' then
@@ -107,13 +107,14 @@ for i = 0, n - 1 do
         end
         if foreign and final == '1' then redis.call('XSETID', KEYS[1], '18446744073709551615-18446744073709551615') end
       end
-      publish = true
+      published = true
     end
   end
-  if publish then redis.call('PUBLISH', KEYS[1], seq .. ' ' .. final .. ' ' .. frame) end
+  if published then publish(KEYS[1], seq .. ' ' .. final .. ' ' .. frame) end
 end
 return n`,
   2,
+  { publishes: true },
 );
 
 // KEYS: the stream, its retry key, its session. ARGV: afterSeq, id of the first entry to return,
@@ -166,9 +167,10 @@ return out`,
 export const CLOSE = new LuaScript(
   `${COMMON}if ARGV[4] ~= '' and not mine(KEYS[3], ARGV[4], ARGV[5]) then refuse('${ScriptRefusal.NotMine}', 0, 'another instance owns this session now (or it was handed off or ended)') end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-redis.call('PUBLISH', KEYS[1], ARGV[1] .. ' c ' .. ARGV[2])
+publish(KEYS[1], ARGV[1] .. ' c ' .. ARGV[2])
 return 1`,
   3,
+  { publishes: true },
 );
 
 // KEYS: the session, then each of its streams and that stream's retry key. The session ends: its
@@ -176,11 +178,12 @@ return 1`,
 export const DELETE = new LuaScript(
   `for i = 2, #KEYS, 2 do
   redis.call('DEL', KEYS[i], KEYS[i + 1])
-  redis.call('PUBLISH', KEYS[i], '0 d')
+  publish(KEYS[i], '0 d')
 end
 redis.call('DEL', KEYS[1])
 return (#KEYS - 1) / 2`,
   -1,
+  { publishes: true },
 );
 
 // KEYS: the stream, its session. ARGV: the stream's id.

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../client.js';
 import {
   type EventStore,
   type ReplayResult,
@@ -30,7 +30,7 @@ export interface RedisEventStoreOptions {
    * {@link createRedisClient}: with ioredis' defaults (offline queue on, 20 retries) requests wait
    * instead of failing fast while Redis is down.
    */
-  client?: Redis;
+  client?: RedisClient;
   /** Prefix of every key and channel. Default `'mcp-kit:'`. */
   keyPrefix?: string;
   /** Frames kept per stream (XADD MAXLEN, exact); older cursors get `evicted`. Default `10_000`. */
@@ -72,7 +72,7 @@ export interface RedisEventStoreOptions {
  * `<token>.<seq>`; a stream is found only under the session that created it.
  */
 export class RedisEventStore implements EventStore {
-  readonly client: Redis;
+  readonly client: RedisClient;
   readonly keyPrefix: string;
   readonly maxEventsPerStream: number;
   readonly streamTtlMs: number;
@@ -135,7 +135,7 @@ export class RedisEventStore implements EventStore {
     const stream = this.writers.open(key.sessionId, key.streamId, this.keysOf(key));
     const registration = JSON.stringify([key.streamId, this.writerId, ids]);
     try {
-      await fenced(this.fence, 0, (force) =>
+      await fenced(this.fence, key.sessionId, 0, (force) =>
         CREATE.run(this.client, [
           this.keys.session(key.sessionId),
           stream.field,
@@ -179,17 +179,21 @@ export class RedisEventStore implements EventStore {
   /** How {@link StreamWriters} stores a batch of one stream's frames. */
   private readonly writeBatch: WriteBatch = (stream, frames) => {
     const flags = !stream.created ? 'n' : this.writers.newConnection(stream) ? 'v' : '';
-    return this.runAppend({ stream: stream.key, hash: this.keys.session(stream.sessionId), streamId: stream.streamId }, flags, frames);
+    return this.runAppend(
+      { sessionId: stream.sessionId, stream: stream.key, hash: this.keys.session(stream.sessionId), streamId: stream.streamId },
+      flags,
+      frames,
+    );
   };
 
   private async runAppend(
-    keys: { stream: string; hash: string; streamId: string },
+    keys: { sessionId: string; stream: string; hash: string; streamId: string },
     flags: string,
     frames: Array<{ seq: number; frame: string; final: boolean }>,
   ): Promise<void> {
     const args = frames.flatMap((f) => [f.seq, f.frame, f.final ? '1' : '0']);
     try {
-      await fenced(this.fence, frames.length, (force, stored) =>
+      await fenced(this.fence, keys.sessionId, frames.length, (force, stored) =>
         APPEND.run(this.client, [
           keys.stream,
           keys.hash,
@@ -255,7 +259,7 @@ export class RedisEventStore implements EventStore {
     const keys = this.keysOf(key);
     const stream = this.writers.get(key.sessionId, key.streamId);
     try {
-      await fenced(this.fence, 0, (force) =>
+      await fenced(this.fence, key.sessionId, 0, (force) =>
         CLOSE.run(this.client, [
           keys.stream,
           keys.retry,
@@ -319,8 +323,9 @@ export class RedisEventStore implements EventStore {
     if (this.ownsClient) await this.client.quit().catch(() => this.client.disconnect());
   }
 
-  private keysOf(key: StreamKey): { stream: string; retry: string; hash: string; streamId: string } {
+  private keysOf(key: StreamKey): { sessionId: string; stream: string; retry: string; hash: string; streamId: string } {
     return {
+      sessionId: key.sessionId,
       streamId: key.streamId,
       stream: this.keys.stream(key.sessionId, key.streamId),
       retry: this.keys.retry(key.sessionId, key.streamId),

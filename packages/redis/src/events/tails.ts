@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import type { ReplayResult, StreamKey, StreamListener, StreamSubscription } from '@mcp-kit/core';
-import { duplicateClient } from '../client.js';
+import type { RedisClient } from '../client.js';
+import { createSubscriber, type ChannelSubscriber } from '../pubsub/subscriber.js';
 
 /** Frames a tail may hold while it reads a gap from Redis; past it the tail ends and the client resumes. */
 const MAX_PENDING = 10_000;
@@ -9,27 +9,36 @@ const MAX_PENDING = 10_000;
 type Replay = (sessionId: string, streamId: string, afterSeq: number) => Promise<ReplayResult>;
 
 /**
- * The live tails of one event store: one subscriber connection for all of them, one subscription
- * per followed stream's channel, and each tail's frames in order and once. After the connection
- * comes back, every channel is subscribed again and every tail reads its gap from the stream; a
- * connection that stays down past `reconnectGraceMs` ends the tails (their clients resume).
+ * The live tails of one event store: one subscriber for all of them (a connection; on a Redis
+ * Cluster one per master, see pubsub/), one subscription per followed stream's channel, and each
+ * tail's frames in order and once. A channel lost (its connection dropped; on a Redis Cluster, its
+ * slot's master failed over or the slot moved) is subscribed again as soon as the subscriber can,
+ * and its tails read their gap from the stream; a channel still lost `reconnectGraceMs` after it
+ * was lost ends its tails (their clients resume).
  */
 export class LiveTails {
-  private subscriber: Redis | undefined;
-  private subscriberConnecting: Promise<void> | undefined;
-  private subscriberWasReady = false;
+  private readonly subscriber: ChannelSubscriber;
   private graceTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly channels = new Map<string, { tails: Set<Tail>; ready: Promise<unknown> }>();
+  /** Channels with tails whose subscription was lost, and since when (one object per loss). */
+  private readonly lost = new Map<string, { since: number }>();
+  private resubscribing = false;
   private closed = false;
 
   constructor(
-    private readonly client: Redis,
+    client: RedisClient,
     private readonly replay: Replay,
     /** The channel a stream's appends are published on. */
     private readonly channelOf: (key: StreamKey) => string,
     private readonly reconnectGraceMs: number,
     private readonly commandTimeoutMs: number,
-  ) {}
+  ) {
+    this.subscriber = createSubscriber(client, 'mcp-kit-tails', commandTimeoutMs, {
+      message: (channel, message) => this.onMessage(channel, message),
+      lost: (channels) => this.onLost(channels),
+      ready: () => void this.resubscribe(),
+    });
+  }
 
   /**
    * Follows a stream from any instance: subscribes to its channel, then reads what was appended
@@ -38,11 +47,15 @@ export class LiveTails {
    * stream. One subscriber connection per store serves every tail.
    */
   async subscribe(key: StreamKey, afterSeq: number, listener: StreamListener): Promise<StreamSubscription> {
-    const subscriber = await this.subscriberConnection();
+    if (this.closed) throw new Error('RedisEventStore is closed');
+    await this.subscriber.connect(this.commandTimeoutMs);
     const channel = this.channelOf(key);
     let entry = this.channels.get(channel);
     if (!entry) {
-      const created = { tails: new Set<Tail>(), ready: subscriber.subscribe(channel) };
+      const subscribed = this.subscriber.subscribe([channel]).then((failed) => {
+        if (failed.length > 0) throw new Error("Redis is unreachable: the stream's channel could not be subscribed");
+      });
+      const created = { tails: new Set<Tail>(), ready: subscribed };
       created.ready.catch(() => {
         if (this.channels.get(channel) === created) this.channels.delete(channel);
       });
@@ -72,44 +85,19 @@ export class LiveTails {
     if (this.closed) return;
     this.closed = true;
     if (this.graceTimer) clearTimeout(this.graceTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     for (const entry of this.channels.values()) for (const tail of entry.tails) tail.fail('error');
     this.channels.clear();
-    this.subscriber?.disconnect();
+    this.lost.clear();
+    void this.subscriber.close();
   }
 
   private drop(channel: string, tail: Tail): void {
     const entry = this.channels.get(channel);
     if (!entry || !entry.tails.delete(tail) || entry.tails.size > 0) return;
     this.channels.delete(channel);
-    this.subscriber?.unsubscribe(channel).catch(() => {});
-  }
-
-  private async subscriberConnection(): Promise<Redis> {
-    if (this.closed) throw new Error('RedisEventStore is closed');
-    if (!this.subscriber) {
-      const subscriber = duplicateClient(this.client, {
-        lazyConnect: true,
-        // Resubscribing is ours: after the SUBSCRIBE is acknowledged, tails re-read their gap.
-        autoResubscribe: false,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        commandTimeout: this.commandTimeoutMs,
-        connectionName: 'mcp-kit-tails',
-      });
-      subscriber.on('error', () => {});
-      subscriber.on('message', (channel: string, message: string) => this.onMessage(channel, message));
-      subscriber.on('ready', () => this.onSubscriberReady());
-      subscriber.on('close', () => this.onSubscriberLost());
-      this.subscriber = subscriber;
-      this.subscriberConnecting = subscriber.connect().catch(() => {});
-    }
-    if (this.subscriber.status !== 'ready') {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([this.subscriberConnecting, new Promise((resolve) => (timer = setTimeout(resolve, this.commandTimeoutMs)))]);
-      clearTimeout(timer);
-    }
-    if (this.subscriber.status !== 'ready') throw new Error('Redis is unreachable: the subscriber connection is down');
-    return this.subscriber;
+    this.lost.delete(channel);
+    this.subscriber.unsubscribe([channel]);
   }
 
   private onMessage(channel: string, message: string): void {
@@ -131,35 +119,65 @@ export class LiveTails {
     for (const tail of [...entry.tails]) tail.onPublished(frame, seq, flag === '1');
   }
 
-  private onSubscriberLost(): void {
-    if (this.closed || this.graceTimer || this.channels.size === 0) return;
-    this.graceTimer = setTimeout(() => {
-      this.graceTimer = undefined;
-      if (this.subscriber?.status === 'ready') return;
-      for (const entry of this.channels.values())
-        for (const tail of [...entry.tails]) tail.fail('error', new Error('Redis subscriber connection lost'));
-    }, this.reconnectGraceMs);
+  private onLost(channels: string[]): void {
+    for (const channel of channels) if (this.channels.has(channel)) this.lost.set(channel, { since: Date.now() });
+    this.armGrace();
+  }
+
+  /** Ends the tails of channels still lost `reconnectGraceMs` after they were. */
+  private armGrace(): void {
+    if (this.closed || this.graceTimer || this.lost.size === 0) return;
+    const oldest = Math.min(...[...this.lost.values()].map((l) => l.since));
+    this.graceTimer = setTimeout(
+      () => {
+        this.graceTimer = undefined;
+        const due = Date.now() - this.reconnectGraceMs;
+        for (const [channel, { since }] of [...this.lost]) {
+          if (since > due) continue;
+          this.lost.delete(channel);
+          for (const tail of [...(this.channels.get(channel)?.tails ?? [])])
+            tail.fail('error', new Error('Redis subscriber connection lost'));
+        }
+        this.armGrace();
+      },
+      Math.max(0, oldest + this.reconnectGraceMs - Date.now()),
+    );
     this.graceTimer.unref?.();
   }
 
-  private onSubscriberReady(): void {
-    const again = this.subscriberWasReady;
-    this.subscriberWasReady = true;
-    if (this.graceTimer) {
-      clearTimeout(this.graceTimer);
-      this.graceTimer = undefined;
+  /**
+   * Subscribes again what was lost; each tail of a channel subscribed again reads its gap from the
+   * stream. What cannot be subscribed yet (its master unreachable) stays lost: the subscriber says
+   * `ready` again.
+   */
+  private async resubscribe(): Promise<void> {
+    if (this.closed || this.resubscribing || this.lost.size === 0) return;
+    this.resubscribing = true;
+    try {
+      const losses = [...this.lost];
+      const failed = new Set(await this.subscriber.subscribe(losses.map(([channel]) => channel)));
+      for (const [channel, loss] of losses) {
+        // Lost again while it was subscribed: still lost.
+        if (failed.has(channel) || this.lost.get(channel) !== loss) continue;
+        this.lost.delete(channel);
+        for (const tail of [...(this.channels.get(channel)?.tails ?? [])]) void tail.catchUp();
+      }
+    } finally {
+      this.resubscribing = false;
     }
-    if (!again || this.channels.size === 0) return;
-    const channels = [...this.channels.keys()];
-    const tails = [...this.channels.values()].flatMap((entry) => [...entry.tails]);
-    (this.subscriber as Redis).subscribe(...channels).then(
-      () => {
-        for (const tail of tails) void tail.catchUp();
-      },
-      (error: unknown) => {
-        for (const tail of tails) tail.fail('error', error instanceof Error ? error : new Error(String(error)));
-      },
-    );
+    // Lost while this ran: the subscriber may have said `ready` meanwhile.
+    if (this.subscriber.ready && [...this.lost.keys()].length > 0) void this.retryLater();
+  }
+
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+
+  private retryLater(): void {
+    if (this.retryTimer || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.resubscribe();
+    }, 100);
+    this.retryTimer.unref?.();
   }
 }
 

@@ -1,4 +1,6 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../client.js';
+import { followConnections } from '../redis-cluster.js';
+import { pipelinePerNode, type KeyedCommand } from '../slots.js';
 import { StreamGap } from './stream-gap.js';
 
 /** A frame handed to the store and not stored yet. */
@@ -68,8 +70,10 @@ export class StreamWriters {
   /** How many times the connection was (re)established: Redis may have lost acknowledged frames across a new one. */
   private connection = 0;
 
+  private readonly unfollow: () => void;
+
   constructor(
-    private readonly client: Redis,
+    private readonly client: RedisClient,
     /** The TTL a stream key is given: `streamTtlMs` and the refresh period. */
     readonly keyTtlMs: number,
     private readonly refreshMs: number,
@@ -77,10 +81,9 @@ export class StreamWriters {
     private readonly tag: string,
     private readonly write: WriteBatch,
   ) {
-    client.on('ready', this.onReady);
+    // Any new connection (on a Redis Cluster, to any master: a failover, a restart) may have lost acknowledged frames.
+    this.unfollow = followConnections(client, { lost: () => {}, ready: () => void this.connection++ });
   }
-
-  private readonly onReady = (): void => void this.connection++;
 
   /** The stream's state, taking a registration field for it if it is new here. */
   open(sessionId: string, streamId: string, keys: { hash: string; stream: string; retry: string }): WrittenStream {
@@ -181,28 +184,28 @@ export class StreamWriters {
   }
 
   close(): void {
-    this.client.off('ready', this.onReady);
+    this.unfollow();
     this.sessions.clear();
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
   }
 
-  /** One pipeline for every live stream; a failure waits for the next round (a third of the TTL later). */
+  /** One pipeline for every live stream (one per master on a Redis Cluster); a failure waits for the next round (a third of the TTL later). */
   private async refresh(): Promise<void> {
     if (this.refreshing || this.client.status !== 'ready') return;
     this.refreshing = true;
     try {
-      const pipeline = this.client.pipeline();
+      const commands: KeyedCommand[] = [];
       for (const { hash, slots } of this.sessions.values()) {
         // The session's registrations live as long as its streams; `GT` never shortens the session's own TTL.
-        pipeline.pexpire(hash, this.keyTtlMs, 'GT');
+        commands.push(['pexpire', hash, this.keyTtlMs, 'GT']);
         for (const stream of slots) {
           if (!stream?.created) continue;
-          pipeline.pexpire(stream.key, this.keyTtlMs);
-          if (stream.closed) pipeline.pexpire(stream.retryKey, this.keyTtlMs);
+          commands.push(['pexpire', stream.key, this.keyTtlMs]);
+          if (stream.closed) commands.push(['pexpire', stream.retryKey, this.keyTtlMs]);
         }
       }
-      await pipeline.exec();
+      await pipelinePerNode(this.client, commands);
     } catch {
       // Redis is down: the keys' own TTL still holds for a while; the next round tries again.
     } finally {
