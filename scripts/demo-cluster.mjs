@@ -9,6 +9,8 @@
 //
 //   pnpm demo:cluster            (builds first if needed; needs redis-server: apt-get install -y redis-server)
 //   pnpm demo:cluster --once     (stops after the summary; exit code 1 if anything was lost)
+//   pnpm demo:cluster --redis-cluster   (on a Redis Cluster of 3 masters and 3 replicas instead of one
+//                                 redis-server: the instances get REDIS_CLUSTER_NODES; needs redis-cli too)
 //   PORT=4000 pnpm demo:cluster  (the proxy's port; default 3000, or a free one if taken)
 //
 // After the summary the cluster stays up for any MCP client (Ctrl-C stops the proxy and kills
@@ -25,6 +27,7 @@ import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelco
 const root = fileURLToPath(new URL('..', import.meta.url));
 const serverJs = `${root}apps/express-example/dist/server.js`;
 const once = process.argv.includes('--once');
+const onRedisCluster = process.argv.includes('--redis-cluster');
 const CLIENTS = 5;
 const TASK = { steps: 8, intervalMs: 200, closeEvery: 2, retryMs: 300 };
 const INSTANCE_ENV = { RETRY_MS: '500', HEARTBEAT_MS: '1000', DRAIN_MS: '15000' };
@@ -53,8 +56,12 @@ function portFree(port) {
   });
 }
 
-function stopAll(code) {
+/** The Redis Cluster of `--redis-cluster` (the testbed's, packages/testbed/src/redis-cluster.ts), once started. */
+let redisCluster;
+
+async function stopAll(code) {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) process.kill(child.pid, 'SIGKILL');
+  await redisCluster?.close();
   process.exit(code);
 }
 process.on('SIGINT', () => stopAll(130));
@@ -85,8 +92,8 @@ function start(command, args, env, ready, onLine = () => {}) {
   });
 }
 
-/** A Redis-backed express-example instance that can be restarted on its port. */
-function node(name, port, redisUrl, sessions) {
+/** A Redis-backed express-example instance that can be restarted on its port; `redis` is its REDIS_URL or REDIS_CLUSTER_NODES. */
+function node(name, port, redis, sessions) {
   const self = {
     name,
     port,
@@ -96,7 +103,7 @@ function node(name, port, redisUrl, sessions) {
       self.child = await start(
         process.execPath,
         [serverJs],
-        { ...INSTANCE_ENV, PORT: String(port), HOST: '127.0.0.1', REDIS_URL: redisUrl, INSTANCE_NAME: name },
+        { ...INSTANCE_ENV, PORT: String(port), HOST: '127.0.0.1', ...redis, INSTANCE_NAME: name },
         new RegExp(`:${port}/mcp`),
         (line) => self.onLine(line),
       );
@@ -259,12 +266,30 @@ if (!existsSync(serverJs)) {
 }
 
 try {
-  const redisPort = await freePort();
-  await start(redisBinary, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {}, /Ready to accept/);
-  const redisUrl = `redis://127.0.0.1:${redisPort}`;
+  let redis;
+  let where;
+  if (onRedisCluster) {
+    // The testbed's Redis Cluster (TypeScript, loaded through tsx): the one the tests start.
+    const { tsImport } = await import('tsx/esm/api');
+    const { startRedisCluster } = await tsImport('../packages/testbed/src/redis-cluster.ts', import.meta.url);
+    redisCluster = await startRedisCluster();
+    redis = { REDIS_CLUSTER_NODES: redisCluster.nodesEnv };
+    const masters = await redisCluster.masters();
+    where = `Redis Cluster ${redisCluster.nodesEnv} (masters ${masters.map((m) => `:${m.port}`).join(' ')}, one replica each)`;
+  } else {
+    const redisPort = await freePort();
+    await start(
+      redisBinary,
+      ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {},
+      /Ready to accept/,
+    );
+    redis = { REDIS_URL: `redis://127.0.0.1:${redisPort}` };
+    where = `Redis ${redis.REDIS_URL}`;
+  }
   const sessions = sessionBook();
   const nodes = [];
-  for (const name of ['node-a', 'node-b', 'node-c']) nodes.push(node(name, await freePort(), redisUrl, sessions));
+  for (const name of ['node-a', 'node-b', 'node-c']) nodes.push(node(name, await freePort(), redis, sessions));
   await Promise.all(nodes.map((n) => n.start()));
   const stats = { statuses: new Map(), resumes: 0, initializes: 0, placed: sessions.placed };
   const proxy = roundRobin(nodes, stats);
@@ -272,7 +297,7 @@ try {
   const port = (await portFree(wanted)) ? wanted : await freePort();
   await new Promise((resolve) => proxy.listen(port, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${port}/mcp`;
-  log(`Redis ${redisUrl}; ${nodes.map((n) => `${n.name} :${n.port}`).join(', ')}; round-robin proxy ${bold(url)}`);
+  log(`${where}; ${nodes.map((n) => `${n.name} :${n.port}`).join(', ')}; round-robin proxy ${bold(url)}`);
   log(`each instance's live page: ${nodes.map((n) => `http://127.0.0.1:${n.port}/mcp-kit/live`).join('  ')}`);
 
   // Clients connect through the proxy; each session lives on the instance that answered its initialize.
@@ -335,6 +360,13 @@ try {
   log(
     `HTTP through the proxy: ${statuses}; sessions initialized: ${stats.initializes} (one per client), re-initialized: ${totals.reinitialized.size}`,
   );
+  if (redisCluster) {
+    // Each session's keys are in its slot's master: the keys spread over the masters.
+    const { redisCommand } = await (await import('tsx/esm/api')).tsImport('../packages/testbed/src/redis-command.ts', import.meta.url);
+    const spread = [];
+    for (const m of await redisCluster.masters()) spread.push(`:${m.port} ${await redisCommand(m.port, 'DBSIZE')}`);
+    log(`keys per master of the Redis Cluster: ${spread.join(', ')}`);
+  }
   if (lost === 0 && totals.reinitialized.size === 0 && !stats.statuses.has(404)) {
     log(green(bold('0 lost: every call completed, every step arrived once and in order, no 404, no client started over')));
   } else {
@@ -343,7 +375,7 @@ try {
   }
   if (once) {
     proxy.close();
-    stopAll(lost === 0 ? 0 : 1);
+    await stopAll(lost === 0 ? 0 : 1);
   } else {
     console.log(`\n  The cluster stays up: ${bold(url)} (Streamable HTTP) for any MCP client, e.g.`);
     console.log(`  npx @modelcontextprotocol/inspector, calling long_task with ${JSON.stringify({ ...TASK, steps: 20 })}.`);
@@ -351,5 +383,5 @@ try {
   }
 } catch (error) {
   console.error(error);
-  stopAll(1);
+  await stopAll(1);
 }

@@ -1,5 +1,6 @@
 /**
- * Scale-out end to end: two instances of an example app (built) with REDIS_URL behind a plain
+ * Scale-out end to end: two instances of an example app (built) with REDIS_URL (or, with
+ * MCP_KIT_REDIS=cluster, REDIS_CLUSTER_NODES: a Redis Cluster) behind a plain
  * round-robin proxy, a real redis-server, and the SDK's Client + StreamableHTTPClientTransport
  * talking to the proxy only. No sticky sessions: requests land on either instance in turn.
  */
@@ -8,9 +9,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { answerServerRequests } from '@mcp-kit/testbed/clients';
-import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 import {
   instance,
+  startSuiteRedis,
+  type SuiteRedis,
   roundRobinProxy,
   type ExampleAppName,
   type Instance,
@@ -19,7 +21,7 @@ import {
 } from '@mcp-kit/testbed/cluster';
 import { freePort } from '@mcp-kit/testbed/processes';
 
-let redis: TestRedis;
+let redis: SuiteRedis;
 let instances: Instance[] = [];
 let proxy: RoundRobinProxy;
 let clients: Client[] = [];
@@ -71,9 +73,10 @@ async function until(check: () => boolean, what: string, timeoutMs = 15_000): Pr
 
 describe.each(APPS)('Redis scale-out: two $app instances behind a round-robin proxy', ({ app, redisScenarios }) => {
   beforeAll(async () => {
-    redis = await startRedis();
+    // One redis-server, or (MCP_KIT_REDIS=cluster) a Redis Cluster, which the instances find through REDIS_CLUSTER_NODES.
+    redis = await startSuiteRedis();
     const ports = [await freePort(), await freePort()];
-    instances = ports.map((port, i) => instance(`node-${i}`, port, { REDIS_URL: redis.url, RETRY_MS: '100' }, app));
+    instances = ports.map((port, i) => instance(`node-${i}`, port, { ...redis.env, RETRY_MS: '100' }, app));
     await Promise.all(instances.map((i) => i.start()));
     proxy = await roundRobinProxy(ports);
   }, 60_000);

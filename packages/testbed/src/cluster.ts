@@ -10,9 +10,37 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { freePort, startProcess } from './processes.js';
 import { startRedis, type TestRedis } from './redis.js';
+import { startRedisCluster, type TestRedisCluster } from './redis-cluster.js';
 
 /** The cluster mode the suites run in: `forward` (instances reach each other at INTERNAL_URL, the default) or `shared`. */
 export const CLUSTER_MODE: 'forward' | 'shared' = process.env.MCP_KIT_CLUSTER === 'shared' ? 'shared' : 'forward';
+
+/**
+ * The Redis the suites run on: one redis-server (the default), or with `MCP_KIT_REDIS=cluster` a
+ * Redis Cluster of 3 masters and 3 replicas (redis-cluster.ts), which the instances find through
+ * `REDIS_CLUSTER_NODES`. Either is stopped (the whole of it) and started again the same way.
+ */
+export const REDIS_KIND: 'server' | 'cluster' = process.env.MCP_KIT_REDIS === 'cluster' ? 'cluster' : 'server';
+
+/** The suites' Redis (see {@link REDIS_KIND}), with what an instance is given to find it. */
+export type SuiteRedis = (TestRedis | TestRedisCluster) & {
+  /** `REDIS_URL`, or `REDIS_CLUSTER_NODES`. */
+  readonly env: Record<string, string>;
+  readonly cluster: TestRedisCluster | undefined;
+};
+
+/**
+ * Starts the suites' Redis: with `aofDir`, it keeps what it acknowledged across a restart (on a
+ * Redis Cluster each node keeps its own append-only file); `args` go on every server's command line.
+ */
+export async function startSuiteRedis(options: { aofDir?: string; args?: readonly string[] } = {}): Promise<SuiteRedis> {
+  if (REDIS_KIND === 'cluster') {
+    const cluster = await startRedisCluster({ appendOnly: options.aofDir !== undefined, args: options.args });
+    return Object.assign(cluster, { env: { REDIS_CLUSTER_NODES: cluster.nodesEnv }, cluster });
+  }
+  const redis = await startRedis(options);
+  return Object.assign(redis, { env: { REDIS_URL: redis.url }, cluster: undefined });
+}
 
 export type ExampleAppName = 'express-example' | 'koa-example' | 'next-example';
 export const EXAMPLE_APPS: readonly ExampleAppName[] = ['express-example', 'koa-example', 'next-example'];
@@ -69,7 +97,8 @@ export interface Instance {
 export function instance(name: string, port: number, env: Record<string, string>, app: ExampleAppName = 'express-example'): Instance {
   let current = port;
   // MCP_KIT_CLUSTER=shared runs a cluster suite in the other mode: no internalUrl.
-  if (CLUSTER_MODE === 'shared' && (env.REDIS_URL || env.REDIS_SENTINELS) && env.CLUSTER === undefined) env = { ...env, CLUSTER: 'shared' };
+  if (CLUSTER_MODE === 'shared' && (env.REDIS_URL || env.REDIS_SENTINELS || env.REDIS_CLUSTER_NODES) && env.CLUSTER === undefined)
+    env = { ...env, CLUSTER: 'shared' };
   let child: ChildProcess | undefined;
   let output = '';
   let runStart = 0;
@@ -367,7 +396,7 @@ export async function roundRobinProxy(
 }
 
 export interface TestCluster {
-  redis: TestRedis;
+  redis: SuiteRedis;
   instances: Instance[];
   proxy: RoundRobinProxy;
   /** The instance named `name` (as in `x-served-by`). */
@@ -379,19 +408,20 @@ export interface TestCluster {
 }
 
 /**
- * One real redis-server and `count` instances of `app` (`node-0`, `node-1`, …) behind a
- * round-robin proxy. `env` goes to every instance (e.g. `HEARTBEAT_MS`, `DRAIN_MS`, `RETRY_MS`).
+ * The suites' Redis ({@link startSuiteRedis}: one real redis-server, or a Redis Cluster) and
+ * `count` instances of `app` (`node-0`, `node-1`, …) behind a round-robin proxy. `env` goes to
+ * every instance (e.g. `HEARTBEAT_MS`, `DRAIN_MS`, `RETRY_MS`).
  */
 export async function startCluster(
   count: number,
   env: Record<string, string> = {},
   app: ExampleAppName = 'express-example',
-  redisOptions: Parameters<typeof startRedis>[0] = {},
+  redisOptions: Parameters<typeof startSuiteRedis>[0] = {},
 ): Promise<TestCluster> {
-  const redis = await startRedis(redisOptions);
+  const redis = await startSuiteRedis(redisOptions);
   const instances: Instance[] = [];
   try {
-    for (let i = 0; i < count; i++) instances.push(instance(`node-${i}`, await freePort(), { REDIS_URL: redis.url, ...env }, app));
+    for (let i = 0; i < count; i++) instances.push(instance(`node-${i}`, await freePort(), { ...redis.env, ...env }, app));
     await Promise.all(instances.map((i) => i.start()));
   } catch (error) {
     for (const i of instances) await i.stop('SIGKILL');

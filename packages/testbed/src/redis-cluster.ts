@@ -44,6 +44,15 @@ export interface NodeState {
 
 export interface TestRedisCluster {
   readonly nodes: readonly ClusterNode[];
+  /** The first node's URL and port (a look at one node; the cluster is all of them). */
+  readonly url: string;
+  readonly port: number;
+  /** The first node's PID. */
+  readonly pid: number;
+  /** SIGKILLs every node (by PID): the whole cluster is down. */
+  stop(): Promise<void>;
+  /** Starts every stopped node again on its port, with its `nodes.conf` (and append-only file, if it keeps one), and resolves once the cluster settled. */
+  start(): Promise<void>;
   /** `127.0.0.1:<port>,…` of every node: the example apps' `REDIS_CLUSTER_NODES`. */
   readonly nodesEnv: string;
   /** `[{ host, port }]` of every node, as ioredis' `Cluster` takes them. */
@@ -129,7 +138,15 @@ export function parseClusterNodes(text: string): NodeState[] {
  * Starts 6 nodes (`masters` masters, one replica each) and creates the cluster; resolves once
  * every node reports `cluster_state:ok` and agrees on who serves every slot.
  */
-export async function startRedisCluster(options: { masters?: number } = {}): Promise<TestRedisCluster> {
+export async function startRedisCluster(
+  options: {
+    masters?: number;
+    /** Each node keeps an append-only file (fsynced on every write): a restart comes back with what it acknowledged. */
+    appendOnly?: boolean;
+    /** More of each node's command line, at every start (e.g. `['--maxmemory', '64mb']`). */
+    args?: readonly string[];
+  } = {},
+): Promise<TestRedisCluster> {
   const masterCount = options.masters ?? 3;
   const binary = redisServerBinary();
   const root = mkdtempSync(join(tmpdir(), 'mcp-kit-redis-cluster-'));
@@ -154,10 +171,10 @@ export async function startRedisCluster(options: { masters?: number } = {}): Pro
       String(p.node.busPort),
       '--save',
       '',
-      '--appendonly',
-      'no',
+      ...(options.appendOnly ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
       '--repl-diskless-sync-delay',
       '0',
+      ...(options.args ?? []),
     ];
     const child = spawnRedisServer(binary, args, { cwd: p.dir });
     child.stdout?.on('data', (d) => (p.output += d));
@@ -263,8 +280,30 @@ export async function startRedisCluster(options: { masters?: number } = {}): Pro
 
   await settled();
 
+  const first = procs[0]!.node;
   const cluster: TestRedisCluster = {
     nodes: procs.map((p) => p.node),
+    url: `redis://127.0.0.1:${first.port}`,
+    port: first.port,
+    get pid() {
+      return first.pid;
+    },
+    async stop() {
+      for (const p of procs) {
+        if (paused.delete(p.node.port) && isRunning(p.child)) process.kill(p.child.pid as number, 'SIGCONT');
+        await stopProcess(p.child, 'SIGKILL');
+      }
+    },
+    async start() {
+      for (const p of procs) if (!isRunning(p.child)) launch(p);
+      for (const p of procs)
+        await until(
+          () => ping(p.node.port),
+          10_000,
+          () => `${p.node.name} did not answer after its restart:\n${output()}`,
+        );
+      await settled(30_000);
+    },
     nodesEnv: procs.map((p) => `127.0.0.1:${p.node.port}`).join(','),
     seeds: procs.map((p) => ({ host: '127.0.0.1', port: p.node.port })),
     node: (port) => byPort(port).node,
