@@ -144,3 +144,8 @@ export function followConnections(client: Redis | Cluster, on: { lost(): void; r
 export function masterKeyOf(cluster: Cluster, slot: number): string | undefined {
   return cluster.slots[slot]?.[0];
 }
+
+/** How long a command of `cluster` waits for its reply (its nodes' `commandTimeout`), if it says. */
+export function commandTimeoutOf(cluster: Cluster): number | undefined {
+  return cluster.options.redisOptions?.commandTimeout;
+}

@@ -4,7 +4,7 @@ import type { SessionOwner } from '@mcp-kit/core';
 import { LuaScript } from '../client.js';
 import { checkEvictionPolicy } from '../eviction.js';
 import { HopSigner, sharedHopSecret } from '../hop.js';
-import { followConnections, isCluster } from '../redis-cluster.js';
+import { commandTimeoutOf, followConnections, isCluster } from '../redis-cluster.js';
 import { Shards, type Shard } from './shards.js';
 import type { Keyspace } from '../keyspace.js';
 
@@ -105,6 +105,8 @@ export interface BeatHooks {
 export class InstanceRegistry {
   /** An instance counts as gone `3 × heartbeatMs` after its last beat. */
   readonly ownerTimeoutMs: number;
+  /** Back from an outage, no peer counts as gone for this long (see {@link isAlive}). */
+  private readonly outageWindowMs: number;
   readonly hops: HopSigner;
   private readonly timer: ReturnType<typeof setInterval>;
   private beating: Promise<void> | undefined;
@@ -122,6 +124,8 @@ export class InstanceRegistry {
   private cutOff = false;
   /** When the connection was last ready again after it was lost: peers get a window to beat again (see {@link isAlive}). */
   private backAt: number | undefined;
+  /** When a connection that was up was last lost (on a Redis Cluster, any master's). */
+  private lostAt: number | undefined;
   /** The shared hop secret, once known; `undefined` while it is still to be read from Redis. */
   private hopSecret: string | undefined;
   private readonly ownHopSecret: boolean;
@@ -140,6 +144,9 @@ export class InstanceRegistry {
     private readonly onTick: (sinceLastTickMs: number) => void,
   ) {
     this.ownerTimeoutMs = heartbeatMs * 3;
+    // On a Redis Cluster a peer learns of a failover its own way: its beat to the master that went
+    // silent waits out the command timeout before it is sent again to the promoted replica.
+    this.outageWindowMs = this.ownerTimeoutMs + (isCluster(client) ? (commandTimeoutOf(client) ?? 0) : 0);
     this.shards = new Shards(client, keys, instanceId);
     this.hops = new HopSigner(hopSecret);
     this.hopSecret = hopSecret;
@@ -161,17 +168,34 @@ export class InstanceRegistry {
   private readonly onReady = (): void => {
     if (this.cutOff) this.backAt = Date.now();
     this.cutOff = false;
+    // A beat under way may be caught in the outage (its command to a master that went silent waits
+    // out its timeout): one more right after it, through the connection that is up now.
+    if (this.beating) this.beatAfter = true;
     void this.heartbeat();
   };
 
-  private readonly onClose = (): void => void (this.cutOff = true);
+  /** A connection came up while a beat was under way: beat again once it ends. */
+  private beatAfter = false;
+
+  private readonly onClose = (): void => {
+    this.cutOff = true;
+    this.lostAt = Date.now();
+  };
 
   private tick(): void {
     const now = Date.now();
     const sinceLastTick = now - this.tickedAt;
     this.tickedAt = now;
+    // On a Redis Cluster a beat waits for every shard: one caught in a master's outage (its command
+    // waiting out its timeout) must not let this instance's liveness, on another master, expire.
+    if (this.beating && isCluster(this.client)) this.client.set(...this.livenessArgs()).catch(() => {});
     void this.heartbeat();
     this.onTick(sinceLastTick);
+  }
+
+  /** The command that writes this instance's liveness key on a Redis Cluster (on one Redis, its presence is that). */
+  private livenessArgs(): [string, string, 'PX', number] {
+    return [this.keys.instance(this.instanceId), this.internalUrl, 'PX', this.heartbeatMs * 3];
   }
 
   /** One beat now, or the one under way. */
@@ -181,6 +205,9 @@ export class InstanceRegistry {
       .catch(() => {}) // Redis is down: the next beat tries again; requests meanwhile get 503s.
       .finally(() => {
         this.beating = undefined;
+        if (!this.beatAfter) return;
+        this.beatAfter = false;
+        void this.heartbeat();
       });
     return this.beating;
   }
@@ -342,8 +369,11 @@ export class InstanceRegistry {
     // after this one's. Until they had a whole window for it, none counts as gone: a request for
     // its session is forwarded to it, and one that died meanwhile is taken over when the window
     // ends. An outage is no instance's death: after a Sentinel failover, peers must not take over
-    // live sessions and answer their running calls with the lost-instance error.
-    if (!alive && this.backAt !== undefined && now - this.backAt < this.ownerTimeoutMs) return true;
+    // live sessions and answer their running calls with the lost-instance error. On a Redis
+    // Cluster an outage may be one master's, while this instance still reads the others: from the
+    // moment a connection is lost too, since a peer's beat may be caught in the same outage.
+    const since = (at: number | undefined) => (at === undefined ? Infinity : now - at);
+    if (!alive && Math.min(since(this.backAt), since(this.lostAt)) < this.outageWindowMs) return true;
     if (this.liveness.size > 1_000) this.liveness.clear();
     this.liveness.set(instanceId, { alive, at: now });
     return alive;
