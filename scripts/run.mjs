@@ -148,6 +148,28 @@ const SHARED_OUTAGE_TESTS = [
 ];
 
 /**
+ * On a Redis Cluster (MCP_KIT_REDIS=cluster: 3 masters and 3 replicas of redis-server
+ * --cluster-enabled yes, which the instances find through REDIS_CLUSTER_NODES), in a lane of its
+ * own: the cluster suites as they run on one node (resume on another instance, crash, tasks, a
+ * rolling restart under load, Redis down 1 s, 5 s and 30 s) and the cluster's own faults (a master
+ * killed or paused past cluster-node-timeout, a resharding under live calls); then again in a
+ * shared cluster, but the resume suite (its apps' scenarios are forwarding's) and the outages
+ * (which a shared cluster meets on one node in the lane beside): 344 s and 190 s alone here.
+ */
+const REDIS_CLUSTER_TESTS = [
+  'tests/cluster/redis-cluster.test.ts',
+  'tests/cluster/crash.test.ts',
+  'tests/cluster/tasks.test.ts',
+  'tests/cluster/rolling-restart.test.ts',
+  'tests/faults/redis-outage.test.ts',
+  'tests/faults/redis-cluster-failover.test.ts',
+  'tests/faults/redis-cluster-reshard.test.ts',
+];
+const REDIS_CLUSTER_SHARED_TESTS = REDIS_CLUSTER_TESTS.filter(
+  (file) => file !== 'tests/cluster/redis-cluster.test.ts' && file !== 'tests/faults/redis-outage.test.ts',
+);
+
+/**
  * The Redis suites a second time on ioredis 6 (MCP_KIT_IOREDIS=6: vitest.config.ts maps `ioredis` to
  * the root devDependency `ioredis6`, in the tests and in the apps they start), since the workspace
  * builds against 5 and npm gives a user 6, which speaks RESP3: packages/redis/test, and fault
@@ -164,11 +186,11 @@ const IOREDIS6_TESTS = [
 ];
 
 /**
- * `npm test`. After install and build, four lanes run at once on the machine's two cores: vitest
+ * `npm test`. After install and build, five lanes run at once on the machine's two cores: vitest
  * (one worker: its files start servers and wait on them); the checks that need no vitest
  * (typecheck, lint, the bench's short mode, the conformance suite against every example app,
  * every command the docs show: scripts/doc-commands.mjs); the outages and fault suites that mostly
- * wait; the outages and the cluster suites in a shared cluster. Each lane ends with a few test files that balance the lanes.
+ * wait; the outages and the cluster suites in a shared cluster; the cluster suites on a Redis Cluster. Each lane ends with a few test files that balance the lanes.
  * Every stage runs to its end whatever another did; the closing line counts vitest's tests plus one
  * per bench and conformance run, and a failed typecheck or lint counts as a failure.
  */
@@ -214,8 +236,16 @@ async function test() {
     counts: 'vitest',
     report: `results/${report}.json`,
   });
-  const moved = [...CHECKS_LANE_TESTS, ...AFTER_OUTAGES_TESTS, ...AFTER_SHARED_OUTAGES_TESTS, ...OUTAGE_LANE_TESTS];
+  const moved = [
+    ...CHECKS_LANE_TESTS,
+    ...AFTER_OUTAGES_TESTS,
+    ...AFTER_SHARED_OUTAGES_TESTS,
+    ...OUTAGE_LANE_TESTS,
+    'tests/faults/redis-cluster-failover.test.ts',
+    'tests/faults/redis-cluster-reshard.test.ts',
+  ];
   const shared = { MCP_KIT_CLUSTER: 'shared' };
+  const onRedisCluster = { MCP_KIT_REDIS: 'cluster' };
   const lanes = {
     // Every vitest project (tests/projects.ts) but the files the other lanes run. Named by an
     // environment variable that vitest.config.ts reads: vitest 4 passes `--exclude` to no project.
@@ -245,6 +275,13 @@ async function test() {
       stage('vitest (ioredis 6)', 'vitest-ioredis6', IOREDIS6_TESTS, {
         MCP_KIT_IOREDIS: '6',
         MCP_KIT_TEST_EXCLUDE: 'packages/redis/test/live-streams.test.ts',
+      }),
+    ],
+    'redis cluster': [
+      stage('vitest (Redis Cluster)', 'vitest-redis-cluster', REDIS_CLUSTER_TESTS, onRedisCluster),
+      stage('vitest (Redis Cluster, shared cluster)', 'vitest-redis-cluster-shared', REDIS_CLUSTER_SHARED_TESTS, {
+        ...onRedisCluster,
+        ...shared,
       }),
     ],
   };
