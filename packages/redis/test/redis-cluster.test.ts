@@ -5,7 +5,8 @@
  * bus over sharded pub/sub (nothing of it on the masters of other slots); the pipelines over many
  * sessions (records kept, streams refreshed, copies checked) one per master; the slot of a live
  * tail moved to another master while it streams; a shard that loses its data found by its own
- * generation; scripts a new master does not know (NOSCRIPT); the eviction policy of every master.
+ * generation; scripts a new master does not know (NOSCRIPT); the eviction policy of every master;
+ * 10,000 sessions spread over the masters, their keys and their scripts a third on each.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
@@ -196,6 +197,57 @@ describe('@mcp-kit/redis on a Redis Cluster', () => {
     // Its owner writes again, fenced as before: the shard's data came back under its new generation.
     await a.cluster.saveRecord(lostSession, record(), 60_000);
     expect(await admin.hexists(`l1:{${lostSession}}:s`, 'r')).toBe(1);
+  });
+
+  it('10,000 sessions spread over the three masters: each holds a third of their keys, and runs a third of their scripts, within ±15%', async () => {
+    const a = await instance('ka', 'forward', 'k1:');
+    const masters = await rc.masters();
+    const keys = () => Promise.all(masters.map(async (m) => Number(await redisCommand(m.port, 'DBSIZE'))));
+    const scripts = () =>
+      Promise.all(
+        masters.map(async (m) =>
+          Number(/cmdstat_evalsha:calls=(\d+)/.exec(String(await redisCommand(m.port, 'INFO', 'commandstats')))?.[1] ?? 0),
+        ),
+      );
+    const [keysBefore, scriptsBefore] = [await keys(), await scripts()];
+    const sessions = 10_000;
+    for (let i = 0; i < sessions; i += 500)
+      await Promise.all(
+        Array.from({ length: 500 }, async (_, k) => {
+          const id = `spread-${i + k}`;
+          await a.cluster.claim(id, undefined);
+          await a.cluster.saveRecord(id, record(), 60_000);
+        }),
+      );
+    const [keysAfter, scriptsAfter] = [await keys(), await scripts()];
+    const newKeys = keysAfter.map((n, i) => n - keysBefore[i]!);
+    const ran = scriptsAfter.map((n, i) => n - scriptsBefore[i]!);
+    console.log(`[spread] new keys per master ${newKeys.join(' / ')}; scripts run per master ${ran.join(' / ')}`);
+    expect(newKeys.reduce((s, n) => s + n, 0)).toBe(sessions);
+    for (const n of newKeys) expect(Math.abs(n - sessions / 3)).toBeLessThanOrEqual((0.15 * sessions) / 3);
+    const total = ran.reduce((s, n) => s + n, 0);
+    expect(total).toBeGreaterThanOrEqual(2 * sessions);
+    for (const n of ran) expect(Math.abs(n - total / 3)).toBeLessThanOrEqual((0.15 * total) / 3);
+  }, 120_000);
+
+  it('the eviction policy is read on every master: one that may evict is warned of by its policy', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    const [, second] = await rc.masters();
+    await redisCommand(second!.port, 'CONFIG', 'SET', 'maxmemory', '987654321');
+    await redisCommand(second!.port, 'CONFIG', 'SET', 'maxmemory-policy', 'volatile-ttl');
+    try {
+      await instance('ea', 'forward', 'e1:');
+      // process.emitWarning delivers on the next tick.
+      await until(() => warnings.some((w) => /volatile-ttl/.test(w.message)), 'the warning');
+      expect(warnings.find((w) => /volatile-ttl/.test(w.message))).toMatchObject({ code: 'MCP_KIT_REDIS_EVICTION' });
+      expect(warnings.find((w) => /volatile-ttl/.test(w.message))?.message).toContain('987654321');
+    } finally {
+      process.off('warning', onWarning);
+      await redisCommand(second!.port, 'CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
+      await redisCommand(second!.port, 'CONFIG', 'SET', 'maxmemory', '0');
+    }
   });
 
   it('scripts a master does not know (a promoted replica, a restarted node) are loaded again where they run', async () => {
