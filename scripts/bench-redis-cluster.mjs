@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Three instances on one redis-server against the same three on a Redis Cluster of 3 masters (and
-// their 3 replicas), in one run on this machine:
+// Three instances on one redis-server against the same three on a Redis Cluster of 3 masters (no
+// replicas, as the one redis-server has none: what is compared is the masters' work), in one run on this machine:
 //   node scripts/bench-redis-cluster.mjs     (after `pnpm build`; needs redis-server and redis-cli on PATH)
 //
 // Per Redis, two rows:
@@ -24,7 +24,7 @@ const CONCURRENCY = Number(process.env.CONCURRENCY ?? 12);
 const STEPS = Number(process.env.STEPS ?? 200);
 const SESSIONS = Number(process.env.SESSIONS ?? 3_000);
 /** Sessions the workers call through, in turn: enough that their slots spread over the masters. */
-const IN_USE = Number(process.env.IN_USE ?? 120);
+const IN_USE = Number(process.env.IN_USE ?? 600);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 
 const { startRedisCluster } = await tsImport('../packages/testbed/src/redis-cluster.ts', import.meta.url);
@@ -142,7 +142,7 @@ async function keySpread({ urls, masterPorts }) {
 
 const one = await startRedis();
 const onePort = Number(new URL(one.url).port);
-const cluster = await startRedisCluster();
+const cluster = await startRedisCluster({ replicas: 0 });
 const setups = [
   await setUp('one redis-server', { url: one.url }, [onePort]),
   await setUp(

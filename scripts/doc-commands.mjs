@@ -31,6 +31,7 @@ export const COMMANDS = {
   'node scripts/doc-commands.mjs --check': { how: 'run', timeoutMs: 30_000 },
   'npm run demo -- --keep': { how: 'serve', url: 'http://127.0.0.1:{port}/mcp-kit/live', timeoutMs: 180_000 },
   'pnpm demo:cluster --once': { how: 'run', timeoutMs: 240_000 },
+  'pnpm demo:cluster --redis-cluster --once': { how: 'run', timeoutMs: 240_000 },
   'pnpm demo:serverless --once': { how: 'run', timeoutMs: 300_000 },
   'pnpm demo:auth': { how: 'run', timeoutMs: 180_000 },
   'PORT=3000 pnpm --filter express-example start': { how: 'serve', url: 'http://127.0.0.1:{port}/mcp', timeoutMs: 60_000 },

@@ -135,12 +135,14 @@ export function parseClusterNodes(text: string): NodeState[] {
 }
 
 /**
- * Starts 6 nodes (`masters` masters, one replica each) and creates the cluster; resolves once
+ * Starts `masters` masters (3) and `replicas` replicas of each (1) and creates the cluster; resolves once
  * every node reports `cluster_state:ok` and agrees on who serves every slot.
  */
 export async function startRedisCluster(
   options: {
     masters?: number;
+    /** Replicas of each master (default 1; 0: masters only, as a benchmark against one redis-server without replica wants). */
+    replicas?: number;
     /** Each node keeps an append-only file (fsynced on every write): a restart comes back with what it acknowledged. */
     appendOnly?: boolean;
     /** More of each node's command line, at every start (e.g. `['--maxmemory', '64mb']`). */
@@ -148,6 +150,7 @@ export async function startRedisCluster(
   } = {},
 ): Promise<TestRedisCluster> {
   const masterCount = options.masters ?? 3;
+  const replicas = options.replicas ?? 1;
   const binary = redisServerBinary();
   const root = mkdtempSync(join(tmpdir(), 'mcp-kit-redis-cluster-'));
   const procs: Array<{ node: ClusterNode; child: ChildProcess | undefined; output: string; dir: string }> = [];
@@ -193,7 +196,7 @@ export async function startRedisCluster(
   };
 
   try {
-    for (let i = 0; i < masterCount * 2; i++) {
+    for (let i = 0; i < masterCount * (1 + replicas); i++) {
       const dir = join(root, `node-${i}`);
       mkdirSync(dir);
       const port = await freePort();
@@ -225,7 +228,7 @@ export async function startRedisCluster(
       'create',
       ...procs.map((p) => `127.0.0.1:${p.node.port}`),
       '--cluster-replicas',
-      '1',
+      String(replicas),
       '--cluster-yes',
     ]);
     let created = '';
