@@ -132,16 +132,19 @@ export interface McpHandlerOptions {
    */
   hibernateAfterMs?: number;
   /**
-   * Most sessions at once. At the cap, a new `initialize` lets go of the least recently used idle
-   * session (no call running, no stream open, no question awaiting its client; its client gets
-   * 404 and initializes again, as after expiry); only when every session is busy does it get 503
-   * with `Retry-After`. Default `10_000`.
+   * Most sessions this instance holds in memory at once. At the cap, a new `initialize` lets go of
+   * the least recently used idle session (no call running, no stream open, no question awaiting its
+   * client). With a `cluster` that keeps session records (`@mcp-kit/redis`), only this instance's
+   * copy goes: the session lives on in Redis until its idle TTL or its client's DELETE, and its
+   * next request restores it on whichever instance it reaches. Alone, the session ends (its client
+   * gets 404 and initializes again, as after expiry). Only when every session is busy does
+   * `initialize` get 503 with `Retry-After`. Default `10_000`.
    */
   maxSessions?: number;
   /**
    * Most sessions of one principal (`clientId` and `sub`), or of one client address for requests
-   * without auth, handled like `maxSessions` within that principal: one client cannot crowd the
-   * others out. (A fetch handler, Next's included, cannot see the client's address: there only
+   * without auth, that this instance holds in memory, handled like `maxSessions` within that
+   * principal: one client cannot crowd the others out. (A fetch handler, Next's included, cannot see the client's address: there only
    * authenticated principals are counted.) Default: off.
    */
   maxSessionsPerPrincipal?: number;

@@ -245,7 +245,12 @@ export class SessionRegistry {
 
   private readonly forgetFn = (session: Session, reason: SessionEndReason): void => this.forget(session, reason);
 
-  /** A session ended: its events and its owner record go too; one handed off keeps both for its next instance. */
+  /**
+   * A session closed here. It ends (its events and owner record go) unless it lives on in the
+   * cluster: handed off, a copy in a shared cluster, or let go of at a cap while the cluster keeps
+   * its record (the session belongs to the deployment, not to this instance: only its idle TTL and
+   * its client's DELETE end it).
+   */
   private forget(session: Session, reason: SessionEndReason): void {
     const id = session.sessionId as string;
     if (id === undefined) return;
@@ -258,6 +263,10 @@ export class SessionRegistry {
     if (reason === 'handoff') return;
     // In a shared cluster this copy is one of many: only its client's DELETE ends the session everywhere.
     if (cluster?.shared && reason !== 'delete') return settle(() => cluster.handOff?.(id), onError, 'cluster handOff failed');
+    // Let go of at a cap: its record restores it on whichever instance its next request reaches,
+    // this one included; the owner record goes, so that no peer forwards it here.
+    if (reason === 'evict' && cluster?.saveRecord && cluster.takeOver)
+      return settle(() => cluster.handOff?.(id), onError, 'cluster handOff failed');
     if (!cluster) return settle(() => eventStore.deleteSession(id), onError, 'event store deleteSession failed');
     // Its client's DELETE (or its server closed): it ends everywhere, and the DELETE waits for that.
     if (reason === 'delete') return void this.ends.endEverywhere(id, session.principal);
