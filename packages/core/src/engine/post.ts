@@ -78,7 +78,8 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
       arriving = true;
       ctx.arriving++;
     }
-    return await serveInSession(ctx, req, res, session!, body);
+    // Until its stream is open the session looks idle: it is not let go of meanwhile.
+    return await session!.visit(() => serveInSession(ctx, req, res, session!, body));
   } finally {
     arrived();
   }
@@ -135,6 +136,17 @@ async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreRe
     return sendRejection(res, reject(503, ErrorCode.ServerError, message, { 'retry-after': '5' }));
   }
   const session = ctx.registry.create(principal, holder);
+  // Until its answer's stream is open, nothing may take it for an idle session and let it go.
+  session.opening = true;
+  try {
+    await openSession(ctx, req, res, session, parsed);
+  } finally {
+    session.opening = false;
+  }
+}
+
+/** A new session's `initialize`: claimed, a server connected, the answer's stream opened (or the refusal sent). */
+async function openSession(ctx: EngineContext, req: CoreRequest, res: CoreResponder, session: Session, parsed: ParsedBody): Promise<void> {
   if (!(await claim(ctx, session, res)) || !(await connectServer(ctx, session, res))) return;
   const requested = (parsed.messages[0] as JSONRPCMessage & { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
   const version = typeof requested === 'string' && ctx.supportedVersions.includes(requested) ? requested : LATEST_LEGACY_VERSION;

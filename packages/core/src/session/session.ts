@@ -37,7 +37,14 @@ export class Session implements Transport {
   holder: string | undefined;
   /** Restored from a record another instance left (see `adoptRecord`). */
   adopted = false;
-  /** While restoring: the lost calls of the gone instance are being answered (requests wait for it). */
+  /** Its `initialize` is being served: created, its stream not open yet. */
+  opening = false;
+  /**
+   * Requests being served that found the session, from then until their stream is open (and,
+   * simply, until they are done): it looks idle meanwhile, but must not be let go of.
+   */
+  visits = 0;
+  /** While restoring: the lost calls of the gone instance are being answered (requests wait for it); `undefined` once done. */
   adopting: Promise<void> | undefined;
   /** The server behind the session, and what hibernation keeps to rebuild it. */
   readonly server = new SessionServer((message) => this.onmessage?.(message, {}));
@@ -99,6 +106,16 @@ export class Session implements Transport {
   }
 
   // --- Requests in ---------------------------------------------------------------------------
+
+  /** Serves a request that found this session: while `work` runs, the session is not idle (see {@link visits}). */
+  async visit<T>(work: () => Promise<T>): Promise<T> {
+    this.visits++;
+    try {
+      return await work();
+    } finally {
+      this.visits--;
+    }
+  }
 
   /** A request for this session arrived (here, or on another instance): it is not idle. */
   touch(now: number = Date.now()): void {
@@ -207,9 +224,12 @@ export class Session implements Transport {
     this.routes.endPolling(retryMs);
   }
 
-  /** No call running, no response stream open, no question awaiting the client: nothing here would be lost. */
+  /**
+   * No call running, no response stream open, no question awaiting the client, and its
+   * `initialize` answered (or refused): nothing here would be lost.
+   */
   get idle(): boolean {
-    return !this.closed && !this.routes.busy && this.server.quiet;
+    return !this.closed && !this.opening && this.visits === 0 && !this.adopting && !this.routes.busy && this.server.quiet;
   }
 
   /**
