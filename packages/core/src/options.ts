@@ -124,13 +124,27 @@ export interface McpHandlerOptions {
    * server request awaiting the client, no response stream open) and builds a new one from the
    * `server` factory on the session's next POST, replaying the client's `initialize` and its last
    * `logging/setLevel` to it. A hibernated session keeps its id, its stored events and any open GET
-   * stream, and costs a few KiB instead of a whole server. Only for servers that keep no
-   * per-session state of their own (everything else lives outside, keyed by `sessionId`) and send
-   * nothing unprompted: a hibernated session has no server to send from. The old server's
-   * `onclose` runs when it is let go. `0` hibernates at the first sweep after a session goes idle.
-   * Default: off.
+   * stream, and costs a few KiB instead of a whole server. In a `cluster` that keeps session
+   * records (`@mcp-kit/redis`), a session with no stream open is let go of whole: this instance
+   * keeps nothing of it, and its record restores it on whichever instance its next request reaches.
+   * Only for servers that keep no per-session state of their own (everything else lives outside,
+   * keyed by `sessionId`) and send nothing unprompted: a hibernated session has no server to send
+   * from. The old server's `onclose` runs when it is let go. `0` hibernates at the first sweep after
+   * a session goes idle. Turns `lazyServers` on unless it is set. Default: off.
    */
   hibernateAfterMs?: number;
+  /**
+   * Builds a session's server when a request first needs one, not at `initialize`. Both SDKs answer
+   * `initialize` from the server's settings and the protocol version asked for alone, so a session
+   * whose client sends the same `initialize` params (`_meta` aside) as an earlier one, as the same
+   * principal, gets the answer a server of the factory gave then (asked again every 10 s); its own
+   * server is built at its first request, and the client's `initialize` is replayed to it first, as
+   * for hibernation (the factory gets `restoring: false`). A session that only ever sends
+   * `notifications/initialized` costs no server at all. For servers fit for `hibernateAfterMs`: the
+   * factory's server must not depend on when it is built, and sends nothing before a request.
+   * Default: on with `hibernateAfterMs`, off without.
+   */
+  lazyServers?: boolean;
   /**
    * Most sessions this instance holds in memory at once. At the cap, a new `initialize` lets go of
    * the least recently used idle session (no call running, no stream open, no question awaiting its
@@ -222,6 +236,7 @@ export interface ResolvedOptions {
   maxCallDurationMs: number | undefined;
   sessionIdleTtlMs: number;
   hibernateAfterMs: number | undefined;
+  lazyServers: boolean;
   maxSessions: number;
   maxSessionsPerPrincipal: number | undefined;
   clientKey: NonNullable<McpHandlerOptions['clientKey']>;
@@ -269,6 +284,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     sessionIdleTtlMs: positiveInt(options.sessionIdleTtlMs ?? 30 * 60_000, 'sessionIdleTtlMs', OWNER),
     hibernateAfterMs:
       options.hibernateAfterMs === undefined ? undefined : nonNegativeInt(options.hibernateAfterMs, 'hibernateAfterMs', OWNER),
+    lazyServers: resolveBoolean(options.lazyServers, options.hibernateAfterMs !== undefined, 'lazyServers'),
     maxSessions: positiveInt(options.maxSessions ?? 10_000, 'maxSessions', OWNER),
     maxSessionsPerPrincipal:
       options.maxSessionsPerPrincipal === undefined

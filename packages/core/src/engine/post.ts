@@ -1,4 +1,5 @@
-import { LATEST_LEGACY_VERSION, type JSONRPCMessage } from '../ports/mcp.js';
+import { LATEST_LEGACY_VERSION, type JSONRPCMessage, type JSONRPCRequest } from '../ports/mcp.js';
+import { answerKey } from '../session/initialize-answers.js';
 import { ErrorCode, reject, sendRejection, unavailable } from '../http/errors.js';
 import { allowsBatches, parseMessages, readableId, type ParsedBody } from '../http/messages.js';
 import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
@@ -89,6 +90,9 @@ async function serveInSession(ctx: EngineContext, req: CoreRequest, res: CoreRes
   const version = ctx.versionOf(req, session);
   const parsed = parseMessages(body, allowsBatches(version));
   if (!parsed.ok) return sendRejection(res, parsed);
+  // A server built for it hears `notifications/initialized` when the session's initialize is
+  // replayed to it: the client's own needs no server (a session that only initializes costs none).
+  if (session.hibernated && parsed.messages.every(isInitialized)) return res.send(202, {}, undefined);
   if (session.hibernated && !(await wake(ctx, session, res))) return;
   for (const id of parsed.requestIds) {
     if (session.isInFlight(id)) {
@@ -110,6 +114,10 @@ async function serveInSession(ctx: EngineContext, req: CoreRequest, res: CoreRes
     return res.send(202, {}, undefined);
   }
   await respond(ctx, req, res, session, parsed, version);
+}
+
+function isInitialized(message: JSONRPCMessage): boolean {
+  return 'method' in message && message.method === 'notifications/initialized' && !('id' in message);
 }
 
 function isInitialize(body: unknown): boolean {
@@ -145,9 +153,18 @@ async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreRe
   }
 }
 
-/** A new session's `initialize`: claimed, a server connected, the answer's stream opened (or the refusal sent). */
+/**
+ * A new session's `initialize`: claimed, answered (by a server from the factory, or with what one
+ * answered the same request: see `lazyServers`), the answer's stream opened (or the refusal sent).
+ */
 async function openSession(ctx: EngineContext, req: CoreRequest, res: CoreResponder, session: Session, parsed: ParsedBody): Promise<void> {
-  if (!(await claim(ctx, session, res)) || !(await connectServer(ctx, session, res))) return;
+  if (!(await claim(ctx, session, res))) return;
+  const answers = ctx.initializeAnswers;
+  const key = answers && answerKey(parsed.initialize!, session.principal);
+  const known = key === undefined ? undefined : answers!.find(key);
+  if (!known && !(await connectServer(ctx, session, res))) return;
+  // The first of its kind: a server answers it, and later sessions that ask the same get its answer.
+  if (!known && key !== undefined) session.initializeAnswered = (result) => answers!.learn(key, result);
   const requested = (parsed.messages[0] as JSONRPCMessage & { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
   const version = typeof requested === 'string' && ctx.supportedVersions.includes(requested) ? requested : LATEST_LEGACY_VERSION;
   // Shared cluster: the session exists for the other instances once its record is saved; until
@@ -163,7 +180,7 @@ async function openSession(ctx: EngineContext, req: CoreRequest, res: CoreRespon
     },
   );
   // A session whose stream could not open (the store refused it: 503) is of no use to anybody.
-  if (!(await respond(ctx, req, held || res, session, parsed, version))) session.terminate(undefined, 'error');
+  if (!(await respond(ctx, req, held || res, session, parsed, version, known))) session.terminate(undefined, 'error');
 }
 
 /** In a cluster, records this instance as the session's owner before any instance can be asked for it. */
@@ -209,7 +226,13 @@ async function respond(
   session: Session,
   parsed: ParsedBody,
   version: string,
+  /** The answer to the session's `initialize`, when no server is to answer it (see `lazyServers`). */
+  initializeAnswer?: Record<string, unknown>,
 ): Promise<boolean> {
+  const deliver = () =>
+    initializeAnswer
+      ? void session.answerInitialize(parsed.initialize as JSONRPCRequest, initializeAnswer).catch(() => {})
+      : session.dispatch(parsed.messages, req);
   if (ctx.options.jsonResponse) {
     const reply = session.openJsonReply(parsed.requestIds, {
       messages: [],
@@ -220,7 +243,7 @@ async function respond(
     // A request a peer forwarded: it hears that the request was taken before any tool runs (the
     // answer itself comes when the calls are done; see ClusterPort's forward).
     if (req.headers[FORWARDED_HEADER] !== undefined) res.acknowledge?.();
-    session.dispatch(parsed.messages, req);
+    deliver();
     return true;
   }
   const resumable = session.sessionId !== undefined;
@@ -232,7 +255,7 @@ async function respond(
   // connection that breaks before any head for a request that ran nowhere, and serves it itself
   // once this instance is gone (see ClusterPort's forward).
   if (req.headers[FORWARDED_HEADER] !== undefined) stream.connection?.sendNow();
-  session.dispatch(parsed.messages, req);
+  deliver();
   return true;
 }
 

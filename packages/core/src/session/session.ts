@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, MessageExtraInfo, RequestId, Transport, TransportSendOptions } from '../ports/mcp.js';
+import type { JSONRPCMessage, JSONRPCRequest, MessageExtraInfo, RequestId, Transport, TransportSendOptions } from '../ports/mcp.js';
 import { randomId } from '../events/ids.js';
 import { sendRejection, sessionNotFound, unavailable } from '../http/errors.js';
 import type { ResolvedOptions } from '../options.js';
@@ -49,6 +49,9 @@ export class Session implements Transport {
   /** The server behind the session, and what hibernation keeps to rebuild it. */
   readonly server = new SessionServer((message) => this.onmessage?.(message, {}));
 
+  /** Told the server's answer to the session's `initialize`, once it goes out (see `InitializeAnswers`). */
+  initializeAnswered: ((result: Record<string, unknown>) => void) | undefined;
+
   /** Its streams: which carries what (read by the engine's resume for the client's time away). */
   readonly routes = new StreamRoutes();
 
@@ -86,6 +89,7 @@ export class Session implements Transport {
         const version = (message.result as { protocolVersion?: unknown }).protocolVersion;
         if (typeof version === 'string') {
           this.protocolVersion = version;
+          this.initializeAnswered?.(message.result as Record<string, unknown>);
           // The handshake is complete: another instance could restore the session (shared: once saved).
           const saving = this.server.record.changed?.();
           if (saving) return saving.then(() => this.deliver(stream!, message, responseTo));
@@ -120,6 +124,15 @@ export class Session implements Transport {
   /** A request for this session arrived (here, or on another instance): it is not idle. */
   touch(now: number = Date.now()): void {
     this.lastActive = now;
+  }
+
+  /**
+   * Answers the client's `initialize` with `result`, what a server of the factory answered the same
+   * request (see `lazyServers`): the session has no server until a request needs one.
+   */
+  answerInitialize(initialize: JSONRPCRequest, result: Record<string, unknown>): Promise<void> {
+    this.server.defer(initialize);
+    return this.send({ jsonrpc: '2.0', id: initialize.id, result } as JSONRPCMessage);
   }
 
   isInFlight(id: RequestId): boolean {
