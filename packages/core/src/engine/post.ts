@@ -15,6 +15,8 @@ import { HeldResponse } from './held.js';
 import { keepAlive } from './call-lifetime.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
+import { holderOf } from './holder.js';
+import { randomId } from '../events/ids.js';
 import { connectServer, wake } from './connect-server.js';
 
 /**
@@ -138,12 +140,16 @@ async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreRe
     );
   }
   const principal = principalOf(req.authInfo);
-  const holder = principal ?? anonymousHolder(ctx, req);
+  const holder = holderOf(ctx, req);
   if (!ctx.registry.makeRoom(holder)) {
     const message = `Service Unavailable: the session limit (${ctx.options.maxSessions} in all, or per principal) is reached and every session is busy; retry later`;
     return sendRejection(res, reject(503, ErrorCode.ServerError, message, { 'retry-after': '5' }));
   }
-  const session = ctx.registry.create(principal, holder);
+  // In a cluster, what bounds one client's sessions in the deployment (its quota, if it has one).
+  const sessionId = randomId();
+  const refused = await ctx.cluster?.admit(holder, sessionId);
+  if (refused) return sendRejection(res, refused, readableId(body));
+  const session = ctx.registry.create(principal, holder, sessionId);
   // Until its answer's stream is open, nothing may take it for an idle session and let it go.
   session.opening = true;
   try {
@@ -259,16 +265,6 @@ async function respond(
   return true;
 }
 
-/** Whom the per-principal cap counts a request without auth for: the `clientKey` option's answer. */
-function anonymousHolder(ctx: EngineContext, req: CoreRequest): string | undefined {
-  try {
-    const key = ctx.options.clientKey({ headers: req.headers, remoteAddress: req.remoteAddress });
-    return typeof key === 'string' && key !== '' ? `client:${key}` : undefined;
-  } catch (error) {
-    ctx.options.onError(asError(error, 'clientKey failed'));
-    return undefined;
-  }
-}
 
 /** The era, method and tool of a single message, for telemetry. */
 function factsOf(era: 'legacy' | 'modern', body: unknown): { era: 'legacy' | 'modern'; mcpMethod?: string; tool?: string } {

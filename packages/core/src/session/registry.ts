@@ -95,8 +95,8 @@ export class SessionRegistry {
    * A new session bound to `principal` (the identity that created it; `undefined` without auth);
    * `holder` is whom the per-principal cap counts it for.
    */
-  create(principal: string | undefined, holder?: string): Session {
-    const session = new Session(randomId(), principal, this.options, this.live, this.forgetFn);
+  create(principal: string | undefined, holder?: string, sessionId: string = randomId()): Session {
+    const session = new Session(sessionId, principal, this.options, this.live, this.forgetFn);
     session.holder = holder;
     return this.add(session);
   }
