@@ -9,6 +9,7 @@ import { BUS_MAX_ENTRIES, BUS_POST_LUA, BUS_RETENTION_MS, SharedBus } from './bu
 import { HttpForwarder } from './forward.js';
 import { HopSigner, sharedHopSecret } from './hop.js';
 import { clusterMode, type ClusterMode } from './mode.js';
+import { SessionQuota } from './quota.js';
 
 export interface RedisSessionClusterOptions {
   /** Redis to connect to. Give this or `client`. */
@@ -72,6 +73,14 @@ export interface RedisSessionClusterOptions {
    * give your own (at least 16 characters, the same on every instance) to keep it out of Redis.
    */
   hopSecret?: string;
+  /**
+   * Most sessions one principal (or, without auth, one client address: the handler's `clientKey`)
+   * opens across the deployment within the handler's `sessionIdleTtlMs`; past it, its `initialize`
+   * gets 429 with `Retry-After`, until one of them is that old or deleted. An instance's own
+   * `maxSessionsPerPrincipal` only bounds what it holds in memory (a session it lets go of lives on
+   * in Redis): this bounds what one client keeps in Redis. Default: off.
+   */
+  maxSessionsPerPrincipal?: number;
 }
 
 // KEYS: owner record, restore record. ARGV: me, my URL, principal ('' = none), instance key prefix, owner TTL.
@@ -378,11 +387,18 @@ export class RedisSessionCluster implements SessionCluster {
   private tickedAt = Date.now();
   /** Shared: a check of the held copies before a request is served waits at most this long (then 503). */
   private readonly checkTimeoutMs: number;
+  /** With `maxSessionsPerPrincipal`: the sessions each principal opened lately. */
+  private readonly quota: SessionQuota | undefined;
 
   constructor(options: RedisSessionClusterOptions & { /** @internal */ ownsClient?: boolean }) {
     if (!options.client && !options.url)
       throw new TypeError('RedisSessionCluster: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
     const { mode, internalUrl } = clusterMode(options, 'RedisSessionCluster');
+    // Checked before anything connects.
+    const perPrincipal =
+      options.maxSessionsPerPrincipal === undefined
+        ? undefined
+        : positiveInt(options.maxSessionsPerPrincipal, 'maxSessionsPerPrincipal', 'RedisSessionCluster');
     this.shared = mode === 'shared';
     this.internalUrl = internalUrl;
     this.client =
@@ -406,6 +422,7 @@ export class RedisSessionCluster implements SessionCluster {
       maxBufferedBytes: options.maxBufferedBytes,
     });
     this.checkTimeoutMs = options.commandTimeoutMs ?? 2_000;
+    if (perPrincipal !== undefined) this.quota = new SessionQuota(this.client, this.prefix, perPrincipal);
     this.bus = new SharedBus({
       client: this.client,
       prefix: this.prefix,
@@ -571,6 +588,15 @@ export class RedisSessionCluster implements SessionCluster {
       current = reply;
     }
     throw new Error(`the record of session ${sessionId} kept changing under this update`);
+  }
+
+  /** With `maxSessionsPerPrincipal`: counts a new session toward its holder's quota (see {@link SessionQuota}). */
+  async admitSession(holder: string, sessionId: string, windowMs: number): Promise<number> {
+    return this.quota ? this.quota.admit(holder, sessionId, windowMs) : 0;
+  }
+
+  async releaseAdmission(holder: string, sessionId: string): Promise<void> {
+    await this.quota?.release(holder, sessionId);
   }
 
   async keepRecords(sessionIds: string[], ttlMs: number): Promise<void> {
