@@ -73,12 +73,18 @@ describe.each(CAPS)('$cap=$value in a $mode cluster', ({ mode, cap, value }) => 
 
   it(`${SESSIONS} idle sessions opened on one instance: ${CALLED_AGAIN} of them called again there are all answered`, async () => {
     const answers = await Promise.all(pick(sessions, CALLED_AGAIN).map((headers, i) => callAgain(a, headers, 100 + i)));
-    expect(answers.filter((answer) => answer !== ANSWER), cluster.outputs()).toEqual([]);
+    expect(
+      answers.filter((answer) => answer !== ANSWER),
+      cluster.outputs(),
+    ).toEqual([]);
   }, 60_000);
 
   it(`${SESSIONS} idle sessions opened on one instance: ${CALLED_AGAIN} of them called again through the other instance are all answered`, async () => {
     const answers = await Promise.all(pick(sessions, CALLED_AGAIN).map((headers, i) => callAgain(b, headers, 200 + i)));
-    expect(answers.filter((answer) => answer !== ANSWER), cluster.outputs()).toEqual([]);
+    expect(
+      answers.filter((answer) => answer !== ANSWER),
+      cluster.outputs(),
+    ).toEqual([]);
   }, 60_000);
 
   it.runIf(mode === 'forward' && cap !== 'MAX_SESSIONS_PER_PRINCIPAL')(

@@ -20,7 +20,13 @@ afterAll(async () => {
 });
 
 async function instance(name: string, keyPrefix: string, maxSessionsPerPrincipal?: number): Promise<RedisSessionCluster> {
-  const c = new RedisSessionCluster({ url: redis.url, internalUrl: `http://${name}.internal:3000/mcp`, instanceId: name, keyPrefix, maxSessionsPerPrincipal });
+  const c = new RedisSessionCluster({
+    url: redis.url,
+    internalUrl: `http://${name}.internal:3000/mcp`,
+    instanceId: name,
+    keyPrefix,
+    maxSessionsPerPrincipal,
+  });
   clusters.push(c);
   await whenReady(c.client, 5_000);
   return c;

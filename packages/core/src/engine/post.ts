@@ -265,7 +265,6 @@ async function respond(
   return true;
 }
 
-
 /** The era, method and tool of a single message, for telemetry. */
 function factsOf(era: 'legacy' | 'modern', body: unknown): { era: 'legacy' | 'modern'; mcpMethod?: string; tool?: string } {
   const message = (Array.isArray(body) ? undefined : body) as { method?: unknown; params?: { name?: unknown } } | undefined;
