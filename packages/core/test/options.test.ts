@@ -134,7 +134,9 @@ describe('resolveOptions: errors', () => {
     expect(resolveOptions({ server, hibernateAfterMs: 0 }).lazyServers).toBe(true);
     expect(resolveOptions({ server, hibernateAfterMs: 0, lazyServers: false }).lazyServers).toBe(false);
     expect(resolveOptions({ server, lazyServers: true }).lazyServers).toBe(true);
-    expect(() => resolveOptions({ server, lazyServers: 1 as never })).toThrow('createMcpHandler: lazyServers must be true or false (got 1)');
+    expect(() => resolveOptions({ server, lazyServers: 1 as never })).toThrow(
+      'createMcpHandler: lazyServers must be true or false (got 1)',
+    );
   });
 
   it('takes standaloneStream only as a boolean', () => {

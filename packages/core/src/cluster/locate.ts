@@ -71,10 +71,10 @@ export async function restore(
     // Shared: the calls of other copies run on; a resume learns their fate (cluster/remote-resume.ts).
     if (!ctx.options.cluster!.shared) {
       const adopted = session;
-      adopted.adopting = answerLostCalls(ctx, adopted).finally(() => (adopted.adopting = undefined));
+      adopted.arrivals.adopting = answerLostCalls(ctx, adopted).finally(() => (adopted.arrivals.adopting = undefined));
     }
   }
-  await session.adopting;
+  await session.arrivals.adopting;
   session.touch();
   return { kind: 'local', session };
 }

@@ -38,7 +38,7 @@ export async function serveGet(ctx: EngineContext, req: CoreRequest, given: Core
     return cluster!.handOver(req, res, undefined, found.kind === 'local' ? found.session : undefined);
   }
   // Until its stream is open the session looks idle: it is not let go of meanwhile.
-  if (found.kind === 'local') return found.session.visit(() => serveFound(ctx, req, res, found, lastEventId, resuming));
+  if (found.kind === 'local') return found.session.arrivals.visit(() => serveFound(ctx, req, res, found, lastEventId, resuming));
   return serveFound(ctx, req, res, found, lastEventId, resuming);
 }
 
@@ -59,7 +59,7 @@ async function serveFound(
   if (found.kind === 'local') return serveHere(ctx, res, found.session, lastEventId, resuming, req);
   // Its owner was gone: the session was restored here.
   const session = await cluster!.serveElsewhere(req, res, found, undefined);
-  return session && session.visit(() => serveHere(ctx, res, session, lastEventId, resuming, req));
+  return session && session.arrivals.visit(() => serveHere(ctx, res, session, lastEventId, resuming, req));
 }
 
 async function serveHere(

@@ -82,7 +82,7 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
       ctx.arriving++;
     }
     // Until its stream is open the session looks idle: it is not let go of meanwhile.
-    return await session!.visit(() => serveInSession(ctx, req, res, session!, body));
+    return await session!.arrivals.visit(() => serveInSession(ctx, req, res, session!, body));
   } finally {
     arrived();
   }
@@ -151,11 +151,11 @@ async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreRe
   if (refused) return sendRejection(res, refused, readableId(body));
   const session = ctx.registry.create(principal, holder, sessionId);
   // Until its answer's stream is open, nothing may take it for an idle session and let it go.
-  session.opening = true;
+  session.arrivals.opening = true;
   try {
     await openSession(ctx, req, res, session, parsed);
   } finally {
-    session.opening = false;
+    session.arrivals.opening = false;
   }
 }
 
@@ -170,7 +170,7 @@ async function openSession(ctx: EngineContext, req: CoreRequest, res: CoreRespon
   const known = key === undefined ? undefined : answers!.find(key);
   if (!known && !(await connectServer(ctx, session, res))) return;
   // The first of its kind: a server answers it, and later sessions that ask the same get its answer.
-  if (!known && key !== undefined) session.initializeAnswered = (result) => answers!.learn(key, result);
+  if (!known && key !== undefined) session.server.answeredInitialize = (result) => answers!.learn(key, result);
   const requested = (parsed.messages[0] as JSONRPCMessage & { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
   const version = typeof requested === 'string' && ctx.supportedVersions.includes(requested) ? requested : LATEST_LEGACY_VERSION;
   // Shared cluster: the session exists for the other instances once its record is saved; until
@@ -235,10 +235,7 @@ async function respond(
   /** The answer to the session's `initialize`, when no server is to answer it (see `lazyServers`). */
   initializeAnswer?: Record<string, unknown>,
 ): Promise<boolean> {
-  const deliver = () =>
-    initializeAnswer
-      ? void session.answerInitialize(parsed.initialize as JSONRPCRequest, initializeAnswer).catch(() => {})
-      : session.dispatch(parsed.messages, req);
+  const deliver = () => (initializeAnswer ? answerInitialize(session, parsed, initializeAnswer) : session.dispatch(parsed.messages, req));
   if (ctx.options.jsonResponse) {
     const reply = session.openJsonReply(parsed.requestIds, {
       messages: [],
@@ -263,6 +260,17 @@ async function respond(
   if (req.headers[FORWARDED_HEADER] !== undefined) stream.connection?.sendNow();
   deliver();
   return true;
+}
+
+/**
+ * Answers the client's `initialize` with `result`, what a server of the factory answered the same
+ * request (see `lazyServers`): the session has no server until a request needs one. A save of its
+ * record that fails reaches the answer through `SessionRegistry.recorded`.
+ */
+function answerInitialize(session: Session, parsed: ParsedBody, result: Record<string, unknown>): void {
+  const initialize = parsed.initialize as JSONRPCRequest;
+  session.server.defer(initialize);
+  session.send({ jsonrpc: '2.0', id: initialize.id, result }).catch(() => {});
 }
 
 /** The era, method and tool of a single message, for telemetry. */

@@ -14,6 +14,8 @@ export class SessionServer {
   hibernated = false;
   /** No server was ever built for the session: its first is built at its first request (see `lazyServers`). */
   deferred = false;
+  /** Told a server's answer to the session's `initialize`, once it goes out (see `InitializeAnswers`). */
+  answeredInitialize: ((result: Record<string, unknown>) => void) | undefined;
   readonly record = new SessionRecord();
   /** Which SDK the server is of: v2 handlers also get a fetch `Request` (`ctx.http.req`). */
   major: SdkMajor = 'v1';

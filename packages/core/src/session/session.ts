@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, JSONRPCRequest, MessageExtraInfo, RequestId, Transport, TransportSendOptions } from '../ports/mcp.js';
+import type { JSONRPCMessage, MessageExtraInfo, RequestId, Transport, TransportSendOptions } from '../ports/mcp.js';
 import { randomId } from '../events/ids.js';
 import { sendRejection, sessionNotFound, unavailable } from '../http/errors.js';
 import type { ResolvedOptions } from '../options.js';
@@ -13,6 +13,7 @@ import { asError } from '../util/errors.js';
 import { appendHooks } from './end-calls.js';
 import { StreamRoutes } from './routes.js';
 import { SessionServer } from './session-server.js';
+import { Arrivals } from './arrivals.js';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
@@ -37,20 +38,10 @@ export class Session implements Transport {
   holder: string | undefined;
   /** Restored from a record another instance left (see `adoptRecord`). */
   adopted = false;
-  /** Its `initialize` is being served: created, its stream not open yet. */
-  opening = false;
-  /**
-   * Requests being served that found the session, from then until their stream is open (and,
-   * simply, until they are done): it looks idle meanwhile, but must not be let go of.
-   */
-  visits = 0;
-  /** While restoring: the lost calls of the gone instance are being answered (requests wait for it); `undefined` once done. */
-  adopting: Promise<void> | undefined;
+  /** What is on its way to it while it looks idle: its `initialize`, requests that found it, a restore. */
+  readonly arrivals = new Arrivals();
   /** The server behind the session, and what hibernation keeps to rebuild it. */
   readonly server = new SessionServer((message) => this.onmessage?.(message, {}));
-
-  /** Told the server's answer to the session's `initialize`, once it goes out (see `InitializeAnswers`). */
-  initializeAnswered: ((result: Record<string, unknown>) => void) | undefined;
 
   /** Its streams: which carries what (read by the engine's resume for the client's time away). */
   readonly routes = new StreamRoutes();
@@ -89,7 +80,7 @@ export class Session implements Transport {
         const version = (message.result as { protocolVersion?: unknown }).protocolVersion;
         if (typeof version === 'string') {
           this.protocolVersion = version;
-          this.initializeAnswered?.(message.result as Record<string, unknown>);
+          this.server.answeredInitialize?.(message.result as Record<string, unknown>);
           // The handshake is complete: another instance could restore the session (shared: once saved).
           const saving = this.server.record.changed?.();
           if (saving) return saving.then(() => this.deliver(stream!, message, responseTo));
@@ -111,28 +102,9 @@ export class Session implements Transport {
 
   // --- Requests in ---------------------------------------------------------------------------
 
-  /** Serves a request that found this session: while `work` runs, the session is not idle (see {@link visits}). */
-  async visit<T>(work: () => Promise<T>): Promise<T> {
-    this.visits++;
-    try {
-      return await work();
-    } finally {
-      this.visits--;
-    }
-  }
-
   /** A request for this session arrived (here, or on another instance): it is not idle. */
   touch(now: number = Date.now()): void {
     this.lastActive = now;
-  }
-
-  /**
-   * Answers the client's `initialize` with `result`, what a server of the factory answered the same
-   * request (see `lazyServers`): the session has no server until a request needs one.
-   */
-  answerInitialize(initialize: JSONRPCRequest, result: Record<string, unknown>): Promise<void> {
-    this.server.defer(initialize);
-    return this.send({ jsonrpc: '2.0', id: initialize.id, result } as JSONRPCMessage);
   }
 
   isInFlight(id: RequestId): boolean {
@@ -237,19 +209,12 @@ export class Session implements Transport {
     this.routes.endPolling(retryMs);
   }
 
-  /**
-   * No call running, no response stream open, no question awaiting the client, and its
-   * `initialize` answered (or refused): nothing here would be lost.
-   */
+  /** No call running, no response stream open, no question awaiting the client, nothing on its way: nothing here would be lost. */
   get idle(): boolean {
-    return !this.closed && !this.opening && this.visits === 0 && !this.adopting && !this.routes.busy && this.server.quiet;
+    return !this.closed && !this.arrivals.any && !this.routes.busy && this.server.quiet;
   }
 
-  /**
-   * Idle, no client connected, and no answer stored for a client that has not come back for it
-   * yet: the session can be let go (at the session cap) without its client losing anything but
-   * the session itself.
-   */
+  /** Idle, no client connected, no answer stored for a client yet to come back for it: it can be let go of (a cap, hibernation). */
   get evictable(): boolean {
     return this.idle && this.openConnections === 0 && !this.routes.awaiting(Date.now());
   }
