@@ -33,7 +33,8 @@ export async function wake(ctx: EngineContext, session: Session, res: CoreRespon
   try {
     await session.server.wake(() => newServer(ctx, session, restoring));
     const { telemetry } = ctx.options;
-    if (telemetry.on) telemetry.sessionEvent('session.wake', session.sessionId as string, { ms: Date.now() - started });
+    // A session's first server (see `lazyServers`) is no wake.
+    if (telemetry.on && restoring) telemetry.sessionEvent('session.wake', session.sessionId as string, { ms: Date.now() - started });
   } catch (error) {
     session.terminate(undefined, 'error');
     ctx.options.onError(asError(error, 'restoring a hibernated session failed'));
