@@ -5,9 +5,10 @@ import { createServer } from 'node:http';
 
 const port = Number(process.env.BENCH_STATS_PORT);
 if (port > 0) {
-  const stats = createServer((_req, res) => {
+  const stats = createServer((req, res) => {
     // Several passes: a first full GC can leave what a finalizer or a weak reference frees for the next.
-    for (let i = 0; i < 3; i++) globalThis.gc?.();
+    // `?nogc` for a CPU reading alone, which a GC would add to.
+    if (!req.url?.includes('nogc')) for (let i = 0; i < 3; i++) globalThis.gc?.();
     const memory = process.memoryUsage();
     const cpu = process.cpuUsage();
     res.writeHead(200, { 'content-type': 'application/json' });

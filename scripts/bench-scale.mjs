@@ -118,6 +118,20 @@ async function startRedis() {
     },
     usedMemory: () => Number(/used_memory:(\d+)/.exec(cli('INFO', 'memory'))[1]),
     keys: () => Number(cli('DBSIZE').trim()),
+    /** Redis' own CPU time so far (user + system), in µs. */
+    cpuUs: () => {
+      const info = cli('INFO', 'cpu');
+      return (Number(/used_cpu_user:([\d.]+)/.exec(info)[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)[1])) * 1e6;
+    },
+    /** The replies to `commands` (one per line, sent in one go), one line each: for commands with a one-line reply. */
+    batch: (commands) =>
+      execFileSync('redis-cli', ['-p', String(port)], { input: `${commands.join('\n')}\n`, encoding: 'utf8' })
+        .trimEnd()
+        .split('\n'),
+    members: (key) =>
+      cli('SMEMBERS', key)
+        .split('\n')
+        .filter((line) => line !== ''),
     stop: () => child.kill('SIGKILL'),
   };
 }
@@ -167,7 +181,7 @@ async function startApp(name, env) {
     name,
     origin: `http://127.0.0.1:${port}`,
     output: () => output,
-    stats: async () => (await fetch(`http://127.0.0.1:${statsPort}/`)).json(),
+    stats: async (gc = true) => (await fetch(`http://127.0.0.1:${statsPort}/${gc ? '' : '?nogc'}`)).json(),
     stop: () => child.kill('SIGKILL'),
   };
 }
@@ -268,6 +282,33 @@ async function pool(items, concurrency, work) {
   );
 }
 
+/**
+ * What the keys of an idle session hold, on average over `ids` (MEMORY USAGE): its record, its
+ * owner record, its streams' index, and its streams (the `initialize` answer's, until `streamTtlMs`).
+ */
+function keyBreakdown(redis, ids) {
+  const prefix = 'mcp-kit:';
+  const mean = (keys) =>
+    redis
+      .batch(keys.map((key) => `MEMORY USAGE ${key}`))
+      .map((line) => Number(line) || 0)
+      .reduce((a, b) => a + b, 0) / ids.length;
+  const streams = ids.flatMap((id) =>
+    redis.members(`${prefix}{${id}}`).flatMap((stream) => [`${prefix}{${id}}:${stream}`, `${prefix}{${id}}:${stream}:req`]),
+  );
+  return {
+    record: mean(ids.map((id) => `${prefix}restore:${id}`)),
+    owner: mean(ids.map((id) => `${prefix}owner:${id}`)),
+    index: mean(ids.map((id) => `${prefix}{${id}}`)),
+    streams: streams.length > 0 ? mean(streams) : 0,
+  };
+}
+
+/** The instances' CPU time so far, all together, in µs. */
+async function instancesCpu(apps) {
+  return (await Promise.all(apps.map((app) => app.stats(false)))).reduce((sum, s) => sum + s.cpuUs, 0);
+}
+
 /** Part 2: one cluster mode at scale. */
 async function scale(args, mode) {
   const redis = await startRedis();
@@ -295,6 +336,7 @@ async function scale(args, mode) {
     const line = progress(`${mode}: opening ${fmt(args.sessions)} sessions on ${apps.length} instances`);
     let failed = 0;
     const opening = redis.commands();
+    const openingCpu = redis.cpuUs();
     const started = performance.now();
     const ticker = setInterval(() => {
       const s = (performance.now() - started) / 1000;
@@ -322,6 +364,7 @@ async function scale(args, mode) {
     // Idle now: every session is let go of at the next sweep (HIBERNATE_MS=0), its hand-off sent.
     await sleep(1_500);
     const openedCommands = commandsBetween(opening, redis.commands(), idle, (performance.now() - started) | 0);
+    const redisCpuPerInitialize = (redis.cpuUs() - openingCpu) / sessions.length;
     const after = await Promise.all(apps.map((app) => app.stats()));
     const heapPerSession = after.map((s, i) => (s.heapUsed - base[i].heapUsed) / perInstance[i]);
     const cpuPerInitialize = after.map((s, i) => (s.cpuUs - base[i].cpuUs) / perInstance[i]);
@@ -329,11 +372,16 @@ async function scale(args, mode) {
       bytes: (redis.usedMemory() - redisBase.memory) / sessions.length,
       keys: (redis.keys() - redisBase.keys) / sessions.length,
     };
+    const redisKeys = keyBreakdown(
+      redis,
+      sample(sessions.length, 50).map((i) => sessions[i].id),
+    );
 
     // A share called again, each through a random instance: answered, or lost.
     const again = sample(sessions.length, Math.max(50, Math.round(sessions.length * args.share))).map((i) => sessions[i]);
     const statuses = {};
     const calling = redis.commands();
+    const callingCpu = { redis: redis.cpuUs(), instances: await instancesCpu(apps) };
     const callsStarted = performance.now();
     await pool(again, args.clients, async (session) => {
       const http = clients[Math.floor(Math.random() * clients.length)];
@@ -348,12 +396,15 @@ async function scale(args, mode) {
     });
     await sleep(1_000); // the let-go after each call, at the next sweep
     const callCommands = commandsBetween(calling, redis.commands(), idle, (performance.now() - callsStarted) | 0);
+    const redisCpuPerCall = (redis.cpuUs() - callingCpu.redis) / again.length;
+    const instanceCpuPerCall = ((await instancesCpu(apps)) - callingCpu.instances) / again.length;
 
     // Per event: long_task of 21 steps against 1 step, on sessions let go of like the others: the
     // difference is what 20 more events cost, whatever a call itself costs.
     const eventSessions = sample(sessions.length, Math.min(50, sessions.length)).map((i) => sessions[i]);
     const run = async (steps) => {
       const before = redis.commands();
+      const cpu = redis.cpuUs();
       const t = performance.now();
       await pool(eventSessions, 8, async (session) => {
         const r = await clients[session.instance].callTool(session, 'long_task', { steps, intervalMs: 0 });
@@ -361,11 +412,12 @@ async function scale(args, mode) {
           statuses[`long_task ${r.status}`] = (statuses[`long_task ${r.status}`] ?? 0) + 1;
       });
       await sleep(1_000);
-      return commandsBetween(before, redis.commands(), idle, (performance.now() - t) | 0).total;
+      return { commands: commandsBetween(before, redis.commands(), idle, (performance.now() - t) | 0).total, cpu: redis.cpuUs() - cpu };
     };
     const one = await run(1);
     const many = await run(21);
-    const perEvent = (many - one) / (eventSessions.length * 20);
+    const perEvent = (many.commands - one.commands) / (eventSessions.length * 20);
+    const redisCpuPerEvent = (many.cpu - one.cpu) / (eventSessions.length * 20);
 
     const lost = again.length - (statuses['200'] ?? 0);
     for (const http of clients) await http.close();
@@ -378,8 +430,13 @@ async function scale(args, mode) {
       heapPerSession,
       cpuPerInitialize,
       redisPerSession,
+      redisKeys,
       commandsPerInitialize: openedCommands.total / sessions.length,
       commandsPerCall: callCommands.total / again.length,
+      redisCpuPerInitialize,
+      redisCpuPerCall,
+      instanceCpuPerCall,
+      redisCpuPerEvent,
       callCommandsByName: Object.fromEntries(Object.entries(callCommands.byName).map(([k, v]) => [k, v / again.length])),
       commandsPerEvent: perEvent,
       calledAgain: again.length,
@@ -414,14 +471,25 @@ function report(args, rows, results) {
       `  initialize/s, all instances       ${fmt(r.initializePerSec)} (server CPU per initialize: ${r.cpuPerInitialize.map((c) => `${fmt(c)} µs`).join(', ')})`,
     );
     out.push(`  heap per idle session, instances  ${r.heapPerSession.map((b) => `${fmt(b)} B`).join(', ')}  (after GC)`);
-    out.push(`  Redis per idle session            ${fmt(r.redisPerSession.bytes)} B, ${fmt(r.redisPerSession.keys, 2)} keys`);
-    out.push(`  Redis commands per initialize     ${fmt(r.commandsPerInitialize, 2)}  (its let-go included)`);
+    out.push(
+      `  Redis per idle session            ${fmt(r.redisPerSession.bytes)} B, ${fmt(r.redisPerSession.keys, 2)} keys (used_memory, DBSIZE)`,
+    );
+    const keys = Object.entries(r.redisKeys)
+      .map(([k, v]) => `${k} ${fmt(v)} B`)
+      .join(', ');
+    out.push(`    by key (MEMORY USAGE)           ${keys}`);
+    out.push(
+      `  Redis commands per initialize     ${fmt(r.commandsPerInitialize, 2)}  (its let-go included); Redis CPU ${fmt(r.redisCpuPerInitialize)} µs`,
+    );
     const byName = Object.entries(r.callCommandsByName)
       .sort((a, b) => b[1] - a[1])
       .map(([k, v]) => `${k} ${fmt(v, 2)}`)
       .join(', ');
     out.push(`  Redis commands per tools/call     ${fmt(r.commandsPerCall, 2)}  (a session let go of, restored by the call: ${byName})`);
-    out.push(`  Redis commands per event          ${fmt(r.commandsPerEvent, 2)}  (long_task of 21 steps against 1)`);
+    out.push(`    CPU per tools/call              Redis ${fmt(r.redisCpuPerCall)} µs, the instances ${fmt(r.instanceCpuPerCall)} µs`);
+    out.push(
+      `  Redis commands per event          ${fmt(r.commandsPerEvent, 2)}  (long_task of 21 steps against 1); Redis CPU ${fmt(r.redisCpuPerEvent)} µs`,
+    );
     out.push(
       `  called again                      ${fmt(r.calledAgain)}: ${Object.entries(r.statuses)
         .map(([k, v]) => `${k} × ${v}`)
