@@ -419,6 +419,38 @@ async function scale(args, mode) {
     const perEvent = (many.commands - one.commands) / (eventSessions.length * 20);
     const redisCpuPerEvent = (many.cpu - one.cpu) / (eventSessions.length * 20);
 
+    // Per call on a session held in memory (an active one): on each session a long_task of one
+    // 200 ms step restores it and keeps it busy, and once its stream is open 10 calls go to it at
+    // once, against the long_task alone: the difference is what 10 calls on a held session cost.
+    const heldSessions = sample(sessions.length, Math.min(50, sessions.length)).map((i) => sessions[i]);
+    const burst = async (calls) => {
+      const before = { commands: redis.commands(), redis: redis.cpuUs(), instances: await instancesCpu(apps) };
+      const t = performance.now();
+      await pool(heldSessions, 8, async (session) => {
+        const http = clients[Math.floor(Math.random() * clients.length)];
+        let opened;
+        const open = new Promise((resolve) => (opened = resolve));
+        const holding = http.callTool(session, 'long_task', { steps: 1, intervalMs: 200 }, () => opened());
+        await Promise.race([open, holding]);
+        const answers = await Promise.all([holding, ...Array.from({ length: calls }, () => http.callTool(session, 'test_simple_text'))]);
+        for (const r of answers) if (r.status !== 200) statuses[`held ${r.status}`] = (statuses[`held ${r.status}`] ?? 0) + 1;
+      });
+      await sleep(1_000);
+      return {
+        commands: commandsBetween(before.commands, redis.commands(), idle, (performance.now() - t) | 0).total,
+        redis: redis.cpuUs() - before.redis,
+        instances: (await instancesCpu(apps)) - before.instances,
+      };
+    };
+    const single = await burst(0);
+    const eleven = await burst(10);
+    const held = heldSessions.length * 10;
+    const heldCall = {
+      commands: (eleven.commands - single.commands) / held,
+      redisCpu: (eleven.redis - single.redis) / held,
+      instanceCpu: (eleven.instances - single.instances) / held,
+    };
+
     const lost = again.length - (statuses['200'] ?? 0);
     for (const http of clients) await http.close();
     return {
@@ -439,6 +471,7 @@ async function scale(args, mode) {
       redisCpuPerEvent,
       callCommandsByName: Object.fromEntries(Object.entries(callCommands.byName).map(([k, v]) => [k, v / again.length])),
       commandsPerEvent: perEvent,
+      heldCall,
       calledAgain: again.length,
       statuses,
       lost,
@@ -487,6 +520,9 @@ function report(args, rows, results) {
       .join(', ');
     out.push(`  Redis commands per tools/call     ${fmt(r.commandsPerCall, 2)}  (a session let go of, restored by the call: ${byName})`);
     out.push(`    CPU per tools/call              Redis ${fmt(r.redisCpuPerCall)} µs, the instances ${fmt(r.instanceCpuPerCall)} µs`);
+    out.push(
+      `  … on a session held in memory      ${fmt(r.heldCall.commands, 2)} commands; CPU: Redis ${fmt(r.heldCall.redisCpu)} µs, the instances ${fmt(r.heldCall.instanceCpu)} µs (10 calls at once against none)`,
+    );
     out.push(
       `  Redis commands per event          ${fmt(r.commandsPerEvent, 2)}  (long_task of 21 steps against 1); Redis CPU ${fmt(r.redisCpuPerEvent)} µs`,
     );
