@@ -99,7 +99,9 @@ async function startRedis() {
     console.error(`redis-server could not start (${e.message}); install it: apt-get install -y redis-server`);
     process.exit(1);
   });
-  const cli = (...command) => execFileSync('redis-cli', ['-p', String(port), ...command], { encoding: 'utf8' });
+  // Its errors (refused while redis-server starts) are thrown, not printed.
+  const cli = (...command) =>
+    execFileSync('redis-cli', ['-p', String(port), ...command], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   for (let i = 0; ; i++) {
     try {
       if (cli('PING').trim() === 'PONG') break;
