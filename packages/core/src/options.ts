@@ -121,29 +121,32 @@ export interface McpHandlerOptions {
   /** A session with no request and no open stream for this long is closed. Default `30 * 60_000`. */
   sessionIdleTtlMs?: number;
   /**
-   * Lets go of the `McpServer` of a session that has been idle this long (no request in flight, no
-   * server request awaiting the client, no response stream open) and builds a new one from the
-   * `server` factory on the session's next POST, replaying the client's `initialize` and its last
-   * `logging/setLevel` to it. A hibernated session keeps its id, its stored events and any open GET
-   * stream, and costs a few KiB instead of a whole server. Only for servers that keep no
-   * per-session state of their own (everything else lives outside, keyed by `sessionId`) and send
-   * nothing unprompted: a hibernated session has no server to send from. The old server's
-   * `onclose` runs when it is let go. `0` hibernates at the first sweep after a session goes idle.
-   * Default: off.
+   * Lets go of the `McpServer` of a session idle this long (no request in flight, no server request
+   * awaiting the client, no response stream open); its next POST gets a new one from the factory,
+   * told the client's `initialize`, log level and subscriptions first. It keeps its id, events and
+   * any open GET stream, for a few KiB; in a `cluster` that keeps records, one with no stream open
+   * costs this instance nothing (restored from its record). For servers that keep no per-session
+   * state of their own and send nothing unprompted; the old one's `onclose` runs when it goes. `0`:
+   * at the first sweep after it goes idle. Turns `lazyServers` on unless set. Default: off.
    */
   hibernateAfterMs?: number;
   /**
-   * Most sessions at once. At the cap, a new `initialize` lets go of the least recently used idle
-   * session (no call running, no stream open, no question awaiting its client; its client gets
-   * 404 and initializes again, as after expiry); only when every session is busy does it get 503
-   * with `Retry-After`. Default `10_000`.
+   * Builds a session's server at the first request that needs one, not at `initialize`, which gets
+   * the answer a server of the factory gave to the same params (`_meta` aside) from the same
+   * principal (asked again every 10 s). For servers fit for `hibernateAfterMs`. Default: on with it.
+   */
+  lazyServers?: boolean;
+  /**
+   * Most sessions this instance holds in memory. At the cap a new `initialize` lets go of the least
+   * recently used idle one: with a `cluster` that keeps records only this copy goes (its next request
+   * restores it anywhere); alone it ends (404) unless `hibernateAfterMs` keeps it as its record.
+   * When every session is busy, `initialize` gets 503 with `Retry-After`. Default `10_000`.
    */
   maxSessions?: number;
   /**
-   * Most sessions of one principal (`clientId` and `sub`), or of one client address for requests
-   * without auth, handled like `maxSessions` within that principal: one client cannot crowd the
-   * others out. (A fetch handler, Next's included, cannot see the client's address: there only
-   * authenticated principals are counted.) Default: off.
+   * Most sessions of one principal (`clientId` and `sub`), or of one client address without auth,
+   * this instance holds in memory: `maxSessions` within that principal (a fetch handler sees no
+   * address: only principals count there). The cluster bounds what one client opens. Default: off.
    */
   maxSessionsPerPrincipal?: number;
   /**
@@ -220,6 +223,7 @@ export interface ResolvedOptions {
   maxCallDurationMs: number | undefined;
   sessionIdleTtlMs: number;
   hibernateAfterMs: number | undefined;
+  lazyServers: boolean;
   maxSessions: number;
   maxSessionsPerPrincipal: number | undefined;
   clientKey: NonNullable<McpHandlerOptions['clientKey']>;
@@ -267,6 +271,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     sessionIdleTtlMs: positiveInt(options.sessionIdleTtlMs ?? 30 * 60_000, 'sessionIdleTtlMs', OWNER),
     hibernateAfterMs:
       options.hibernateAfterMs === undefined ? undefined : nonNegativeInt(options.hibernateAfterMs, 'hibernateAfterMs', OWNER),
+    lazyServers: resolveBoolean(options.lazyServers, options.hibernateAfterMs !== undefined, 'lazyServers'),
     maxSessions: positiveInt(options.maxSessions ?? 10_000, 'maxSessions', OWNER),
     maxSessionsPerPrincipal:
       options.maxSessionsPerPrincipal === undefined
