@@ -11,8 +11,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { ServerFactoryContext } from '@mcp-kit/core';
 import { createFixtureServer } from '@mcp-kit/fixtures';
-import { expressAdapter, type HarnessOptions, type ServerUnderTest } from '../support/adapters.js';
-import { callTool, http, initializeRequest, PROTOCOL } from '../support/sse.js';
+import { expressAdapter, type HarnessOptions, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { callTool, initializeRequest, LEGACY as PROTOCOL } from '@mcp-kit/testbed/requests';
+import { http } from '@mcp-kit/testbed/fetch-client';
 
 /** The fixture, plus `whoami` (what this server knows of its client), counting factory calls and `oninitialized`. */
 function harness(extra: HarnessOptions = {}) {

@@ -7,8 +7,9 @@
  * JSON-RPC error, while the four sessions go on; one deleted, the next `initialize` is taken.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { callTool, errorOf, http, initializeRequest, openSession } from '../support/sse.js';
+import { startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { callTool, initializeRequest } from '@mcp-kit/testbed/requests';
+import { errorOf, http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 describe.each(['forward', 'shared'] as const)('a quota of sessions per client in a %s cluster', (mode) => {
   let cluster: TestCluster;

@@ -8,8 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient } from '@mcp-kit/redis';
-import { startCluster, type Instance, type TestCluster } from '../support/cluster.js';
-import { callTool, http, openSession } from '../support/sse.js';
+import { startCluster, type Instance, type TestCluster } from '@mcp-kit/testbed/cluster';
+import { callTool } from '@mcp-kit/testbed/requests';
+import { http, openSession } from '@mcp-kit/testbed/fetch-client';
 
 const CAP = 40;
 const SESSIONS = 120;

@@ -1,12 +1,13 @@
 import type { AuthOptions } from './auth/options.js';
 import { createResourceServer, type ResourceServer } from './auth/resource-server.js';
-import { MemoryEventStore, type MemoryEventStoreOptions } from './events/memory.js';
+import type { MemoryEventStoreOptions } from './events/memory.js';
 import { LOCAL_HOSTS } from './http/rules.js';
 import type { SessionCluster } from './ports/cluster.js';
 import type { EventStore } from './ports/event-store.js';
 import type { HeaderMap } from './ports/http.js';
 import type { TaskStore } from './ports/task-store.js';
-import { MemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-store.js';
+import type { MemoryTaskStoreOptions } from './tasks/memory-store.js';
+import { resolveStores } from './stores.js';
 import type { ConnectableServer } from './sdk/connectable-server.js';
 import { TelemetryHub } from './telemetry/hub.js';
 import { nonNegativeInt, positiveInt } from './util/numbers.js';
@@ -59,7 +60,7 @@ export interface McpHandlerOptions {
    */
   tasks?: boolean;
   /**
-   * Where tasks live. Default: a {@link MemoryTaskStore} (limits may be passed instead); several
+   * Where tasks live. Default: a `MemoryTaskStore` (limits may be passed instead); several
    * instances share a store such as `@mcp-kit/redis`'s so any of them answers for any task.
    */
   taskStore?: TaskStore | MemoryTaskStoreOptions;
@@ -81,7 +82,7 @@ export interface McpHandlerOptions {
   /** Answer POSTs with one JSON body instead of an SSE stream (no notifications, no polling). Default `false`. */
   jsonResponse?: boolean;
   /**
-   * Where SSE frames are kept for replay. Default: a {@link MemoryEventStore} with its default
+   * Where SSE frames are kept for replay. Default: a `MemoryEventStore` with its default
    * limits; pass limits to tune it, or any {@link EventStore} (e.g. `@mcp-kit/redis`).
    */
   eventStore?: EventStore | MemoryEventStoreOptions;
@@ -248,19 +249,18 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
   }
   const allowedHosts = (options.allowedHosts ?? [...LOCAL_HOSTS]).map((h) => h.toLowerCase());
   const onError = options.onError ?? ((error: Error) => console.error('[mcp-kit]', error));
-  const store = options.eventStore;
-  refuseLocalStores(options);
+  const { eventStore, taskStore } = resolveStores(options, OWNER);
   return {
     server: options.server,
     eras: resolveEras(options.eras),
     maxModernServers: positiveInt(options.maxModernServers ?? 16, 'maxModernServers', OWNER),
     tasks: options.tasks ?? true,
-    taskStore: isTaskStore(options.taskStore) ? options.taskStore : new MemoryTaskStore(options.taskStore ?? {}),
+    taskStore,
     taskTtlMs: options.taskTtlMs === null ? null : positiveInt(options.taskTtlMs ?? 3_600_000, 'taskTtlMs', OWNER),
     retryMs: nonNegativeInt(options.retryMs ?? 1000, 'retryMs', OWNER),
     stateless: options.stateless ?? false,
     jsonResponse: options.jsonResponse ?? false,
-    eventStore: isEventStore(store) ? store : new MemoryEventStore(store ?? {}),
+    eventStore,
     keepAliveMs: nonNegativeInt(options.keepAliveMs ?? 15_000, 'keepAliveMs', OWNER),
     standaloneStream: resolveBoolean(options.standaloneStream, true, 'standaloneStream'),
     maxStreamDurationMs:
@@ -295,29 +295,6 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
   };
 }
 
-/**
- * A cluster shares sessions through its stores: with the in-memory default another instance can
- * replay nothing and answer no task, and it would only show under load balancing, so a mistake
- * here is refused at startup (issue 20, item 10).
- */
-function refuseLocalStores(options: McpHandlerOptions): void {
-  if (!options.cluster || options.stateless) return;
-  if (!isEventStore(options.eventStore) || options.eventStore instanceof MemoryEventStore) {
-    throw new TypeError(
-      `${OWNER}: a cluster needs an eventStore every instance shares (e.g. createRedisScaleOut(...).eventStore); ` +
-        'with the in-memory one a resume on another instance finds nothing',
-    );
-  }
-  const modern = options.eras === undefined || options.eras.includes('modern');
-  const tasks = modern && options.tasks !== false;
-  if (tasks && (!isTaskStore(options.taskStore) || options.taskStore instanceof MemoryTaskStore)) {
-    throw new TypeError(
-      `${OWNER}: a cluster needs a taskStore every instance shares (e.g. createRedisScaleOut(...).taskStore), ` +
-        "or tasks: false, or eras: ['legacy']; with the in-memory one a task is unknown to every other instance",
-    );
-  }
-}
-
 function resolveClientKey(clientKey: McpHandlerOptions['clientKey']): ResolvedOptions['clientKey'] {
   if (clientKey === undefined) return (req) => req.remoteAddress;
   if (typeof clientKey !== 'function') throw new TypeError(`${OWNER}: clientKey must be a function (req) => string | undefined`);
@@ -335,14 +312,6 @@ function resolveWaitUntil(waitUntil: McpHandlerOptions['waitUntil']): ResolvedOp
     throw new TypeError(`${OWNER}: waitUntil must be a function (work: Promise<void>) => void, e.g. waitUntil from @vercel/functions`);
   }
   return waitUntil;
-}
-
-function isTaskStore(value: unknown): value is TaskStore {
-  return typeof value === 'object' && value !== null && typeof (value as TaskStore).create === 'function';
-}
-
-function isEventStore(value: unknown): value is EventStore {
-  return typeof value === 'object' && value !== null && typeof (value as EventStore).append === 'function';
 }
 
 function resolveEras(eras: ProtocolEra[] | undefined): ResolvedOptions['eras'] {

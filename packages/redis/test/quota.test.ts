@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { RedisSessionCluster, whenReady } from '@mcp-kit/redis';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 
 let redis: TestRedis;
 let admin: Redis;
