@@ -344,7 +344,7 @@ describe.each(inProcessAdapters)('hibernation: $name', (adapter) => {
     for (const [i, { headers }] of sessions.entries()) {
       const answer = await api.post(callTool(10 + i, 'whoami'), headers);
       expect(answer.status).toBe(200);
-      expect(await answer.text()).toContain('\\"client\\":\\"wire-test\\"');
+      expect(await answer.text()).toContain('\\"client\\":\\"mcp-kit-testbed\\"');
     }
     expect(handler.sessionCount).toBe(2);
     // Each was restored by a new server that was told the client's initialize: the cap holds two,
