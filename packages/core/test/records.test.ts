@@ -1,7 +1,7 @@
 // ClusterRecords: a session's record in the cluster lives at least `sessionIdleTtlMs` past the
 // session's last activity, whether this instance still holds the session or let it go, for one
 // batch of `keepRecords` per interval, not one command per request.
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { EventStore, SessionCluster } from '../src/index.js';
 import { resolveOptions } from '../src/options.js';
 import { ClusterRecords } from '../src/session/records.js';
@@ -54,6 +54,14 @@ function setUp() {
 }
 
 describe('ClusterRecords.keepAlive', () => {
+  // The records count their first interval from when they were made: the clock stands still, so
+  // a millisecond between that and the test's `start` cannot move an interval's edge.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(1_800_000_000_000);
+  });
+  afterEach(() => vi.useRealTimers());
+
   it('keeps alive, once per interval, the records of sessions active since the last batch; not one saved about when it was last active', async () => {
     const { records, session, kept, saved } = setUp();
     const start = Date.now();
