@@ -24,7 +24,16 @@ const CORE_LAYERS = [
     name: 'rules',
     holds:
       'pure rules and what needs no session: HTTP and JSON-RPC checks, event ids, the in-process stores, both SDK majors as the engine sees them, auth, options, the telemetry hub',
-    paths: ['http/', 'events/', 'tasks/', 'sdk/', 'auth/', 'options\\.ts$', 'telemetry/(events|hub|otel-conventions)\\.ts$'],
+    paths: [
+      'http/',
+      'events/',
+      'tasks/',
+      'sdk/',
+      'auth/',
+      'options\\.ts$',
+      'stores\\.ts$',
+      'telemetry/(events|hub|otel-conventions)\\.ts$',
+    ],
   },
   {
     name: 'streams',
@@ -86,7 +95,7 @@ const REDIS_LAYERS = [
   {
     name: 'redis-stores',
     holds: 'what one kind of record needs, in either mode: the event store, the task store, the instance registry (heartbeats, the shards of the data), the bus',
-    paths: ['events/', 'tasks\\.ts$', 'cluster/(registry|shards|bus|directory|legacy)\\.ts$'],
+    paths: ['events/', 'tasks\\.ts$', 'quota\\.ts$', 'cluster/(registry|shards|bus|directory|legacy)\\.ts$'],
   },
   {
     name: 'redis-modes',

@@ -258,6 +258,9 @@ async function test() {
       // The benchmark is not a test: CI only checks that its short mode still runs end to end (not
       // its Next servers, whose app would be built for it: next-example covers the Next adapter).
       { name: 'bench --short --no-next', cmd: pnpm.cmd, args: [...pnpm.args, 'run', 'bench', '--short', '--no-next'], counts: 'one' },
+      // A deployment in small (3,000 sessions on 3 instances per cluster mode): it fails when a
+      // session is lost; its figures are not read here.
+      { name: 'bench:scale --short', cmd: pnpm.cmd, args: [...pnpm.args, 'run', 'bench:scale', '--short'], counts: 'one' },
       ...conformanceStages(),
       // Every command a README or a doc tells a user to run, in its short form (the demos with
       // --once, the example apps until they answer): ~2.5 min, mostly waiting on the demos' timers.

@@ -330,4 +330,36 @@ describe.each(inProcessAdapters)('hibernation: $name', (adapter) => {
     expect(h.closed.count).toBe(0);
     expect(sut.inProcess!.handler.hibernatedSessionCount).toBe(0);
   });
+
+  it('alone, a session let go of at maxSessions is kept as its record and restored for its next request; without hibernation it ends', async () => {
+    // Hibernation on (servers rebuild from a record), but not before the test is over.
+    const h = harness({ hibernateAfterMs: 60_000, maxSessions: 2 });
+    sut = await adapter.start(h.options);
+    const api = http(sut.url);
+    const sessions = [];
+    for (let i = 0; i < 5; i++) sessions.push(await openSession(api));
+    const handler = sut.inProcess!.handler;
+    expect(handler.sessionCount).toBe(2);
+    // Each call brings its session back (and lets go of the least recently used one to make room).
+    for (const [i, { headers }] of sessions.entries()) {
+      const answer = await api.post(callTool(10 + i, 'whoami'), headers);
+      expect(answer.status).toBe(200);
+      expect(await answer.text()).toContain('\\"client\\":\\"mcp-kit-testbed\\"');
+    }
+    expect(handler.sessionCount).toBe(2);
+    // Each was restored by a new server that was told the client's initialize: the cap holds two,
+    // so the first three were out of memory when called, and each call pushed out the next one called.
+    expect(h.contexts.filter((c) => c.restoring).map((c) => c.sessionId)).toEqual(sessions.map((s) => s.sessionId));
+    expect(sut.errors).toEqual([]);
+    await sut.close();
+
+    // Without hibernation a server may hold state of its own: the session let go of ends.
+    const alone = harness({ hibernateAfterMs: undefined, maxSessions: 2 });
+    sut = await adapter.start(alone.options);
+    const fresh = http(sut.url);
+    const first = await openSession(fresh);
+    await openSession(fresh);
+    await openSession(fresh);
+    expect((await errorOf(await fresh.post(callTool(2, 'whoami'), first.headers))).status).toBe(404);
+  });
 });

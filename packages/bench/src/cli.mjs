@@ -5,7 +5,7 @@
 // Streamable HTTP (the SDK client only for the polling workload), prints the tables, writes the
 // raw numbers to results/bench-*.json and, after a full run, docs/benchmarks.md.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { hostCpu, loadOver, machine } from './machine.mjs';
@@ -248,7 +248,8 @@ async function main() {
   const anyFailed = failures.fatal.length + failures.reported.length > 0;
   if (!args.short && args.docs && args.next && !args.servers && !args.workloads && !anyFailed) {
     mkdirSync(join(REPO_ROOT, 'docs'), { recursive: true });
-    writeFileSync(join(REPO_ROOT, 'docs', 'benchmarks.md'), renderMarkdown(run));
+    const page = join(REPO_ROOT, 'docs', 'benchmarks.md');
+    writeFileSync(page, `${renderMarkdown(run)}${keptSections(page)}`);
     console.log('wrote docs/benchmarks.md');
   }
   for (const line of describeFailures(failures)) console.error(line);
@@ -259,3 +260,13 @@ main().catch((error) => {
   console.error(error);
   process.exit(1);
 });
+
+/** Where docs/benchmarks.md's sections written from other benchmarks (`pnpm bench:scale`) start: this run keeps them. */
+const KEPT_MARKER = '<!-- kept by pnpm bench:';
+
+/** What follows {@link KEPT_MARKER} in the page as it is, with a blank line before it; `''` when there is none. */
+function keptSections(page) {
+  const text = existsSync(page) ? readFileSync(page, 'utf8') : '';
+  const at = text.indexOf(KEPT_MARKER);
+  return at < 0 ? '' : `\n${text.slice(at)}`;
+}

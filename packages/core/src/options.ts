@@ -1,12 +1,13 @@
 import type { AuthOptions } from './auth/options.js';
 import { createResourceServer, type ResourceServer } from './auth/resource-server.js';
-import { MemoryEventStore, type MemoryEventStoreOptions } from './events/memory.js';
+import type { MemoryEventStoreOptions } from './events/memory.js';
 import { LOCAL_HOSTS } from './http/rules.js';
 import type { SessionCluster } from './ports/cluster.js';
 import type { EventStore } from './ports/event-store.js';
 import type { HeaderMap } from './ports/http.js';
 import type { TaskStore } from './ports/task-store.js';
-import { MemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-store.js';
+import type { MemoryTaskStoreOptions } from './tasks/memory-store.js';
+import { resolveStores } from './stores.js';
 import type { ConnectableServer } from './sdk/connectable-server.js';
 import { TelemetryHub } from './telemetry/hub.js';
 import { nonNegativeInt, positiveInt } from './util/numbers.js';
@@ -59,7 +60,7 @@ export interface McpHandlerOptions {
    */
   tasks?: boolean;
   /**
-   * Where tasks live. Default: a {@link MemoryTaskStore} (limits may be passed instead); several
+   * Where tasks live. Default: a `MemoryTaskStore` (limits may be passed instead); several
    * instances share a store such as `@mcp-kit/redis`'s so any of them answers for any task.
    */
   taskStore?: TaskStore | MemoryTaskStoreOptions;
@@ -81,7 +82,7 @@ export interface McpHandlerOptions {
   /** Answer POSTs with one JSON body instead of an SSE stream (no notifications, no polling). Default `false`. */
   jsonResponse?: boolean;
   /**
-   * Where SSE frames are kept for replay. Default: a {@link MemoryEventStore} with its default
+   * Where SSE frames are kept for replay. Default: a `MemoryEventStore` with its default
    * limits; pass limits to tune it, or any {@link EventStore} (e.g. `@mcp-kit/redis`).
    */
   eventStore?: EventStore | MemoryEventStoreOptions;
@@ -121,29 +122,32 @@ export interface McpHandlerOptions {
   /** A session with no request and no open stream for this long is closed. Default `30 * 60_000`. */
   sessionIdleTtlMs?: number;
   /**
-   * Lets go of the `McpServer` of a session that has been idle this long (no request in flight, no
-   * server request awaiting the client, no response stream open) and builds a new one from the
-   * `server` factory on the session's next POST, replaying the client's `initialize` and its last
-   * `logging/setLevel` to it. A hibernated session keeps its id, its stored events and any open GET
-   * stream, and costs a few KiB instead of a whole server. Only for servers that keep no
-   * per-session state of their own (everything else lives outside, keyed by `sessionId`) and send
-   * nothing unprompted: a hibernated session has no server to send from. The old server's
-   * `onclose` runs when it is let go. `0` hibernates at the first sweep after a session goes idle.
-   * Default: off.
+   * Lets go of the `McpServer` of a session idle this long (no request in flight, no server request
+   * awaiting the client, no response stream open); its next POST gets a new one from the factory,
+   * told the client's `initialize`, log level and subscriptions first. It keeps its id, events and
+   * any open GET stream, for a few KiB; in a `cluster` that keeps records, one with no stream open
+   * costs this instance nothing (restored from its record). For servers that keep no per-session
+   * state of their own and send nothing unprompted; the old one's `onclose` runs when it goes. `0`:
+   * at the first sweep after it goes idle. Turns `lazyServers` on unless set. Default: off.
    */
   hibernateAfterMs?: number;
   /**
-   * Most sessions at once. At the cap, a new `initialize` lets go of the least recently used idle
-   * session (no call running, no stream open, no question awaiting its client; its client gets
-   * 404 and initializes again, as after expiry); only when every session is busy does it get 503
-   * with `Retry-After`. Default `10_000`.
+   * Builds a session's server at the first request that needs one, not at `initialize`, which gets
+   * the answer a server of the factory gave to the same params (`_meta` aside) from the same
+   * principal (asked again every 10 s). For servers fit for `hibernateAfterMs`. Default: on with it.
+   */
+  lazyServers?: boolean;
+  /**
+   * Most sessions this instance holds in memory. At the cap a new `initialize` lets go of the least
+   * recently used idle one: with a `cluster` that keeps records only this copy goes (its next request
+   * restores it anywhere); alone it ends (404) unless `hibernateAfterMs` keeps it as its record.
+   * When every session is busy, `initialize` gets 503 with `Retry-After`. Default `10_000`.
    */
   maxSessions?: number;
   /**
-   * Most sessions of one principal (`clientId` and `sub`), or of one client address for requests
-   * without auth, handled like `maxSessions` within that principal: one client cannot crowd the
-   * others out. (A fetch handler, Next's included, cannot see the client's address: there only
-   * authenticated principals are counted.) Default: off.
+   * Most sessions of one principal (`clientId` and `sub`), or of one client address without auth,
+   * this instance holds in memory: `maxSessions` within that principal (a fetch handler sees no
+   * address: only principals count there). The cluster bounds what one client opens. Default: off.
    */
   maxSessionsPerPrincipal?: number;
   /**
@@ -220,6 +224,7 @@ export interface ResolvedOptions {
   maxCallDurationMs: number | undefined;
   sessionIdleTtlMs: number;
   hibernateAfterMs: number | undefined;
+  lazyServers: boolean;
   maxSessions: number;
   maxSessionsPerPrincipal: number | undefined;
   clientKey: NonNullable<McpHandlerOptions['clientKey']>;
@@ -244,19 +249,18 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
   }
   const allowedHosts = (options.allowedHosts ?? [...LOCAL_HOSTS]).map((h) => h.toLowerCase());
   const onError = options.onError ?? ((error: Error) => console.error('[mcp-kit]', error));
-  const store = options.eventStore;
-  refuseLocalStores(options);
+  const { eventStore, taskStore } = resolveStores(options, OWNER);
   return {
     server: options.server,
     eras: resolveEras(options.eras),
     maxModernServers: positiveInt(options.maxModernServers ?? 16, 'maxModernServers', OWNER),
     tasks: options.tasks ?? true,
-    taskStore: isTaskStore(options.taskStore) ? options.taskStore : new MemoryTaskStore(options.taskStore ?? {}),
+    taskStore,
     taskTtlMs: options.taskTtlMs === null ? null : positiveInt(options.taskTtlMs ?? 3_600_000, 'taskTtlMs', OWNER),
     retryMs: nonNegativeInt(options.retryMs ?? 1000, 'retryMs', OWNER),
     stateless: options.stateless ?? false,
     jsonResponse: options.jsonResponse ?? false,
-    eventStore: isEventStore(store) ? store : new MemoryEventStore(store ?? {}),
+    eventStore,
     keepAliveMs: nonNegativeInt(options.keepAliveMs ?? 15_000, 'keepAliveMs', OWNER),
     standaloneStream: resolveBoolean(options.standaloneStream, true, 'standaloneStream'),
     maxStreamDurationMs:
@@ -267,6 +271,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     sessionIdleTtlMs: positiveInt(options.sessionIdleTtlMs ?? 30 * 60_000, 'sessionIdleTtlMs', OWNER),
     hibernateAfterMs:
       options.hibernateAfterMs === undefined ? undefined : nonNegativeInt(options.hibernateAfterMs, 'hibernateAfterMs', OWNER),
+    lazyServers: resolveBoolean(options.lazyServers, options.hibernateAfterMs !== undefined, 'lazyServers'),
     maxSessions: positiveInt(options.maxSessions ?? 10_000, 'maxSessions', OWNER),
     maxSessionsPerPrincipal:
       options.maxSessionsPerPrincipal === undefined
@@ -290,29 +295,6 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
   };
 }
 
-/**
- * A cluster shares sessions through its stores: with the in-memory default another instance can
- * replay nothing and answer no task, and it would only show under load balancing, so a mistake
- * here is refused at startup (issue 20, item 10).
- */
-function refuseLocalStores(options: McpHandlerOptions): void {
-  if (!options.cluster || options.stateless) return;
-  if (!isEventStore(options.eventStore) || options.eventStore instanceof MemoryEventStore) {
-    throw new TypeError(
-      `${OWNER}: a cluster needs an eventStore every instance shares (e.g. createRedisScaleOut(...).eventStore); ` +
-        'with the in-memory one a resume on another instance finds nothing',
-    );
-  }
-  const modern = options.eras === undefined || options.eras.includes('modern');
-  const tasks = modern && options.tasks !== false;
-  if (tasks && (!isTaskStore(options.taskStore) || options.taskStore instanceof MemoryTaskStore)) {
-    throw new TypeError(
-      `${OWNER}: a cluster needs a taskStore every instance shares (e.g. createRedisScaleOut(...).taskStore), ` +
-        "or tasks: false, or eras: ['legacy']; with the in-memory one a task is unknown to every other instance",
-    );
-  }
-}
-
 function resolveClientKey(clientKey: McpHandlerOptions['clientKey']): ResolvedOptions['clientKey'] {
   if (clientKey === undefined) return (req) => req.remoteAddress;
   if (typeof clientKey !== 'function') throw new TypeError(`${OWNER}: clientKey must be a function (req) => string | undefined`);
@@ -330,14 +312,6 @@ function resolveWaitUntil(waitUntil: McpHandlerOptions['waitUntil']): ResolvedOp
     throw new TypeError(`${OWNER}: waitUntil must be a function (work: Promise<void>) => void, e.g. waitUntil from @vercel/functions`);
   }
   return waitUntil;
-}
-
-function isTaskStore(value: unknown): value is TaskStore {
-  return typeof value === 'object' && value !== null && typeof (value as TaskStore).create === 'function';
-}
-
-function isEventStore(value: unknown): value is EventStore {
-  return typeof value === 'object' && value !== null && typeof (value as EventStore).append === 'function';
 }
 
 function resolveEras(eras: ProtocolEra[] | undefined): ResolvedOptions['eras'] {

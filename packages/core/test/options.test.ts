@@ -129,6 +129,16 @@ describe('resolveOptions: errors', () => {
     expect(() => resolveOptions({ server: {} } as unknown as McpHandlerOptions)).toThrow(TypeError);
   });
 
+  it('lazyServers: on with hibernateAfterMs, off without, and only a boolean', () => {
+    expect(resolveOptions({ server }).lazyServers).toBe(false);
+    expect(resolveOptions({ server, hibernateAfterMs: 0 }).lazyServers).toBe(true);
+    expect(resolveOptions({ server, hibernateAfterMs: 0, lazyServers: false }).lazyServers).toBe(false);
+    expect(resolveOptions({ server, lazyServers: true }).lazyServers).toBe(true);
+    expect(() => resolveOptions({ server, lazyServers: 1 as never })).toThrow(
+      'createMcpHandler: lazyServers must be true or false (got 1)',
+    );
+  });
+
   it('takes standaloneStream only as a boolean', () => {
     expect(resolveOptions({ server, standaloneStream: false }).standaloneStream).toBe(false);
     expect(() => resolveOptions({ server, standaloneStream: 'no' as never })).toThrow(

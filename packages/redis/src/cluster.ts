@@ -11,6 +11,7 @@ import { checkEvictionPolicy } from './eviction.js';
 import type { OwnerFence, StoreLink } from './fence.js';
 import { Keyspace } from './keyspace.js';
 import { clusterMode, type ClusterMode } from './mode.js';
+import { SessionQuota } from './quota.js';
 import { pipelinePerNode, type KeyedCommand } from './slots.js';
 
 export interface RedisSessionClusterOptions {
@@ -75,6 +76,14 @@ export interface RedisSessionClusterOptions {
    * give your own (at least 16 characters, the same on every instance) to keep it out of Redis.
    */
   hopSecret?: string;
+  /**
+   * Most sessions one principal (or, without auth, one client address: the handler's `clientKey`)
+   * opens across the deployment within the handler's `sessionIdleTtlMs`; past it, its `initialize`
+   * gets 429 with `Retry-After`, until one of them is that old or deleted. An instance's own
+   * `maxSessionsPerPrincipal` only bounds what it holds in memory (a session it lets go of lives on
+   * in Redis): this bounds what one client keeps in Redis. Default: off.
+   */
+  maxSessionsPerPrincipal?: number;
 }
 
 /**
@@ -108,12 +117,19 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
   /** A `RedisEventStore` was given this cluster (see {@link StoreLink}); warned once otherwise. */
   private storeLinked = false;
   private warnedUnlinked = false;
+  /** With `maxSessionsPerPrincipal`: the sessions each principal opened lately. */
+  private readonly quota: SessionQuota | undefined;
 
   constructor(options: RedisSessionClusterOptions & { /** @internal */ ownsClient?: boolean }) {
     if (!options.client && !options.url)
       throw new TypeError('RedisSessionCluster: give `url` (e.g. process.env.REDIS_URL) or an ioredis `client`');
     if (options.client) checkClient(options.client, 'RedisSessionCluster');
     const { mode, internalUrl } = clusterMode(options, 'RedisSessionCluster');
+    // Checked before anything connects.
+    const perPrincipal =
+      options.maxSessionsPerPrincipal === undefined
+        ? undefined
+        : positiveInt(options.maxSessionsPerPrincipal, 'maxSessionsPerPrincipal', 'RedisSessionCluster');
     this.shared = mode === 'shared';
     this.internalUrl = internalUrl;
     this.client =
@@ -145,6 +161,7 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
     this.fence = this.shared
       ? undefined
       : { instanceId: this.instanceId, dataLost: (sessionId) => this.registry.dataLostSinceRecords(sessionId) };
+    if (perPrincipal !== undefined) this.quota = new SessionQuota(this.client, this.keys.prefix, perPrincipal);
     this.registry.start(this.mode);
   }
 
@@ -199,6 +216,15 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
   /** Keeps what restores the session elsewhere, for `ttlMs`. */
   saveRecord(sessionId: string, record: RestoreRecord, ttlMs: number, change?: RecordChange): Promise<void> {
     return this.mode.saveRecord(sessionId, record, ttlMs, change);
+  }
+
+  /** With `maxSessionsPerPrincipal`: counts a new session toward its holder's quota (see {@link SessionQuota}). */
+  async admitSession(holder: string, sessionId: string, windowMs: number): Promise<number> {
+    return this.quota ? this.quota.admit(holder, sessionId, windowMs) : 0;
+  }
+
+  async releaseAdmission(holder: string, sessionId: string): Promise<void> {
+    await this.quota?.release(holder, sessionId);
   }
 
   async keepRecords(sessionIds: string[], ttlMs: number): Promise<void> {

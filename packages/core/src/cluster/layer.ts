@@ -1,11 +1,11 @@
-import { sendRejection, sessionNotFound, unavailable, type Rejection } from '../http/errors.js';
+import { ErrorCode, reject, sendRejection, sessionNotFound, unavailable, type Rejection } from '../http/errors.js';
 import { header, principalOf } from '../http/rules.js';
 import { parseEventId, parseWaitingCursor } from '../events/ids.js';
 import { FORWARDED_HEADER, type SessionOwner } from '../ports/cluster.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { JSONRPCMessage } from '../ports/mcp.js';
 import type { Session } from '../session/session.js';
-import { asError } from '../util/errors.js';
+import { asError, settle } from '../util/errors.js';
 import { brieflyRetried } from '../util/retry.js';
 import { rejected, type ClusterPort, type SessionResolution } from '../engine/cluster-port.js';
 import type { EngineContext } from '../engine/context.js';
@@ -139,6 +139,29 @@ export class ClusterLayer extends ClusterState implements ClusterPort {
       .catch(() => brieflyRetried(claiming));
   }
 
+  async admit(holder: string | undefined, sessionId: string): Promise<Rejection | undefined> {
+    const cluster = this.cluster;
+    if (holder === undefined || !cluster.admitSession) return undefined;
+    const admit = () => cluster.admitSession!(holder, sessionId, this.ctx.options.sessionIdleTtlMs);
+    let waitMs: number;
+    try {
+      // Counting the same new session twice is harmless (a sorted set's member): tried again at once on a blip.
+      waitMs = await Promise.resolve()
+        .then(admit)
+        .catch(() => brieflyRetried(admit));
+    } catch (error) {
+      this.ctx.options.onError(asError(error, 'cluster admitSession failed'));
+      return unavailable('the session directory');
+    }
+    return waitMs > 0 ? quotaReached(waitMs) : undefined;
+  }
+
+  dismiss(holder: string | undefined, sessionId: string): void {
+    const cluster = this.cluster;
+    if (holder === undefined || !cluster.releaseAdmission) return;
+    settle(() => cluster.releaseAdmission!(holder, sessionId), this.ctx.options.onError, 'cluster releaseAdmission failed');
+  }
+
   servedWhileDraining(req: CoreRequest): boolean {
     return servedWhileDraining(this, req);
   }
@@ -157,4 +180,14 @@ export class ClusterLayer extends ClusterState implements ClusterPort {
     this.relays.endAll(retryMs);
     while (this.handingOver.size > 0) await Promise.allSettled([...this.handingOver]);
   }
+}
+
+/**
+ * What a client past its quota of sessions in the deployment hears: 429 (RFC 6585), and when it
+ * may open one again. An SDK client's `connect` fails with it; the client's own sessions go on.
+ */
+function quotaReached(waitMs: number): Rejection {
+  const message =
+    'Too Many Requests: this client has opened as many sessions as it may for now; delete the sessions it no longer uses, or retry later';
+  return reject(429, ErrorCode.ServerError, message, { 'retry-after': String(Math.ceil(waitMs / 1000)) });
 }

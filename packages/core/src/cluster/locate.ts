@@ -69,9 +69,12 @@ export async function restore(
   if (!session) {
     session = ctx.registry.adopt(sessionId, taken.principal, taken.record);
     // Shared: the calls of other copies run on; a resume learns their fate (cluster/remote-resume.ts).
-    if (!ctx.options.cluster!.shared) session.adopting = answerLostCalls(ctx, session);
+    if (!ctx.options.cluster!.shared) {
+      const adopted = session;
+      adopted.arrivals.adopting = answerLostCalls(ctx, adopted).finally(() => (adopted.arrivals.adopting = undefined));
+    }
   }
-  await session.adopting;
+  await session.arrivals.adopting;
   session.touch();
   return { kind: 'local', session };
 }

@@ -61,6 +61,14 @@ export interface ClusterPort {
   routeMessages(session: Session, messages: JSONRPCMessage[]): JSONRPCMessage[] | Promise<JSONRPCMessage[] | Rejection>;
   /** Records this instance as a new session's owner before any instance can be asked for it; rejects if it could not. */
   claim(session: Session): Promise<void>;
+  /**
+   * Whether `holder` may open one more session in the deployment (`SessionCluster.admitSession`):
+   * `undefined` once the new session `sessionId` counts, else the answer to its `initialize` (429
+   * past the quota, 503 if the cluster could not be asked).
+   */
+  admit(holder: string | undefined, sessionId: string): Promise<Rejection | undefined>;
+  /** The session `holder` opened was deleted: it no longer counts toward the quota (best effort). */
+  dismiss(holder: string | undefined, sessionId: string): void;
   /** While draining: whether this request is still this instance's to serve (else {@link handOver}). */
   servedWhileDraining(req: CoreRequest): boolean;
   /** While draining: moves the request to a live peer (after handing off `session` if it is idle), or answers 503. */

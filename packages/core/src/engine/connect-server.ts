@@ -23,15 +23,18 @@ export async function connectServer(ctx: EngineContext, session: Session, res: C
 }
 
 /**
- * A hibernated session gets a new server, brought up to date, before its request goes in. If
- * that fails the session cannot go on: it ends (500 now, 404 next, and the client re-initializes).
+ * A hibernated session gets a new server, brought up to date, before its request goes in (and a
+ * session that never had one, its first: see `lazyServers`). If that fails the session cannot go
+ * on: it ends (500 now, 404 next, and the client re-initializes).
  */
 export async function wake(ctx: EngineContext, session: Session, res: CoreResponder): Promise<boolean> {
   const started = Date.now();
+  const restoring = !session.server.deferred;
   try {
-    await session.server.wake(() => newServer(ctx, session, true));
+    await session.server.wake(() => newServer(ctx, session, restoring));
     const { telemetry } = ctx.options;
-    if (telemetry.on) telemetry.sessionEvent('session.wake', session.sessionId as string, { ms: Date.now() - started });
+    // A session's first server (see `lazyServers`) is no wake.
+    if (telemetry.on && restoring) telemetry.sessionEvent('session.wake', session.sessionId as string, { ms: Date.now() - started });
   } catch (error) {
     session.terminate(undefined, 'error');
     ctx.options.onError(asError(error, 'restoring a hibernated session failed'));

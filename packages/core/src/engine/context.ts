@@ -9,6 +9,7 @@ import { ListenStreams } from '../modern/listen.js';
 import { Tasks } from '../modern/tasks.js';
 import { ModernServers } from '../modern/server-pool.js';
 import { SessionRegistry } from '../session/registry.js';
+import { InitializeAnswers } from '../session/initialize-answers.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import { brieflyRetried } from '../util/retry.js';
@@ -25,6 +26,8 @@ const FIRST_POLLING_VERSION = '2025-11-25';
  */
 export class EngineContext {
   readonly registry: SessionRegistry;
+  /** With `lazyServers`: what the factory's servers answered to `initialize`, for sessions that ask the same. */
+  readonly initializeAnswers: InitializeAnswers | undefined;
   /** The servers of the 2026-07-28 era, one per client kind. */
   readonly modern: ModernServers;
   /** The `subscriptions/listen` streams of the 2026-07-28 era. */
@@ -57,6 +60,7 @@ export class EngineContext {
 
   constructor(readonly options: ResolvedOptions) {
     this.registry = new SessionRegistry(options);
+    this.initializeAnswers = options.lazyServers ? new InitializeAnswers() : undefined;
     this.modern = new ModernServers(options, (message, principal) => this.listeners.publish(message, principal));
     this.instanceId = options.cluster?.instanceId ?? randomId();
     this.tasks = options.tasks ? new Tasks(this) : undefined;

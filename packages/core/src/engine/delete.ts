@@ -3,6 +3,7 @@ import { header, principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
+import { holderOf } from './holder.js';
 
 /**
  * `DELETE`: the client ends its session; every stream of it ends, its tools are aborted, its events
@@ -26,7 +27,10 @@ export async function serveDelete(ctx: EngineContext, req: CoreRequest, res: Cor
   const session = found.kind === 'remote' ? await ctx.cluster!.serveElsewhere(req, res, found, undefined) : found.session;
   if (!session) return;
   session.terminate(undefined, 'delete');
-  answer(res, await ctx.registry.ends.ended(session.sessionId as string));
+  const ended = await ctx.registry.ends.ended(session.sessionId as string);
+  // It no longer counts toward its client's quota of sessions in the deployment.
+  if (ended) ctx.cluster?.dismiss(session.holder ?? holderOf(ctx, req), session.sessionId as string);
+  answer(res, ended);
 }
 
 function answer(res: CoreResponder, ended: boolean): void {

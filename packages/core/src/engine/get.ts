@@ -2,6 +2,8 @@ import { parseEventId, parseWaitingCursor } from '../events/ids.js';
 import { ErrorCode, reject, sendRejection } from '../http/errors.js';
 import { checkAccept, header } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
+import type { Session } from '../session/session.js';
+import type { SessionResolution } from './cluster-port.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
 import { resume } from './resume.js';
@@ -40,12 +42,39 @@ export async function serveGet(ctx: EngineContext, req: CoreRequest, given: Core
   if (found.kind === 'moved' || (ctx.draining && cluster && !cluster.servedWhileDraining(req))) {
     return cluster!.handOver(req, res, undefined, found.kind === 'local' ? found.session : undefined);
   }
+  // Until its stream is open the session looks idle: it is not let go of meanwhile.
+  if (found.kind === 'local') return found.session.arrivals.visit(() => serveFound(ctx, req, res, found, lastEventId, resuming));
+  return serveFound(ctx, req, res, found, lastEventId, resuming);
+}
+
+/** A GET for a session held here, or one another instance holds (or held: then it is restored here). */
+async function serveFound(
+  ctx: EngineContext,
+  req: CoreRequest,
+  res: CoreResponder,
+  found: Extract<SessionResolution, { kind: 'local' | 'remote' }>,
+  lastEventId: string,
+  resuming: boolean,
+): Promise<void> {
+  const cluster = ctx.cluster;
   if (resuming && cluster) {
     const elsewhere = cluster.resumeElsewhere(req, res, found, lastEventId);
     if (elsewhere instanceof Promise ? await elsewhere : elsewhere) return;
   }
-  const session = found.kind === 'remote' ? await cluster!.serveElsewhere(req, res, found, undefined) : found.session;
-  if (!session) return;
+  if (found.kind === 'local') return serveHere(ctx, res, found.session, lastEventId, resuming, req);
+  // Its owner was gone: the session was restored here.
+  const session = await cluster!.serveElsewhere(req, res, found, undefined);
+  return session && session.arrivals.visit(() => serveHere(ctx, res, session, lastEventId, resuming, req));
+}
+
+async function serveHere(
+  ctx: EngineContext,
+  res: CoreResponder,
+  session: Session,
+  lastEventId: string,
+  resuming: boolean,
+  req: CoreRequest,
+): Promise<void> {
   const polling = ctx.polling(ctx.versionOf(req, session));
   if (resuming) return resume(ctx, res, session, lastEventId, polling);
   const { stream, created } = session.standaloneStream(polling);

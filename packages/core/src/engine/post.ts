@@ -1,4 +1,5 @@
-import { LATEST_LEGACY_VERSION, type JSONRPCMessage } from '../ports/mcp.js';
+import { LATEST_LEGACY_VERSION, type JSONRPCMessage, type JSONRPCRequest } from '../ports/mcp.js';
+import { answerKey } from '../session/initialize-answers.js';
 import { ErrorCode, reject, sendRejection, unavailable } from '../http/errors.js';
 import { allowsBatches, parseMessages, readableId, type ParsedBody } from '../http/messages.js';
 import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
@@ -15,6 +16,8 @@ import { HeldResponse } from './held.js';
 import { keepAlive } from './call-lifetime.js';
 import type { EngineContext } from './context.js';
 import { resolveSession } from './resolve.js';
+import { holderOf } from './holder.js';
+import { randomId } from '../events/ids.js';
 import { connectServer, wake } from './connect-server.js';
 
 /**
@@ -79,7 +82,8 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
       arriving = true;
       ctx.arriving++;
     }
-    return await serveInSession(ctx, req, res, session!, body);
+    // Until its stream is open the session looks idle: it is not let go of meanwhile.
+    return await session!.arrivals.visit(() => serveInSession(ctx, req, res, session!, body));
   } finally {
     arrived();
   }
@@ -89,6 +93,9 @@ async function serveInSession(ctx: EngineContext, req: CoreRequest, res: CoreRes
   const version = ctx.versionOf(req, session);
   const parsed = parseMessages(body, allowsBatches(version));
   if (!parsed.ok) return sendRejection(res, parsed);
+  // A server built for it hears `notifications/initialized` when the session's initialize is
+  // replayed to it: the client's own needs no server (a session that only initializes costs none).
+  if (session.hibernated && parsed.messages.every(isInitialized)) return res.send(202, {}, undefined);
   if (session.hibernated && !(await wake(ctx, session, res))) return;
   for (const id of parsed.requestIds) {
     if (session.isInFlight(id)) {
@@ -112,6 +119,10 @@ async function serveInSession(ctx: EngineContext, req: CoreRequest, res: CoreRes
   await respond(ctx, req, res, session, parsed, version);
 }
 
+function isInitialized(message: JSONRPCMessage): boolean {
+  return 'method' in message && message.method === 'notifications/initialized' && !('id' in message);
+}
+
 function isInitialize(body: unknown): boolean {
   return !Array.isArray(body) && typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize';
 }
@@ -130,13 +141,37 @@ async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreRe
     );
   }
   const principal = principalOf(req.authInfo);
-  const holder = principal ?? anonymousHolder(ctx, req);
+  const holder = holderOf(ctx, req);
   if (!ctx.registry.makeRoom(holder)) {
     const message = `Service Unavailable: the session limit (${ctx.options.maxSessions} in all, or per principal) is reached and every session is busy; retry later`;
     return sendRejection(res, reject(503, ErrorCode.ServerError, message, { 'retry-after': '5' }));
   }
-  const session = ctx.registry.create(principal, holder);
-  if (!(await claim(ctx, session, res)) || !(await connectServer(ctx, session, res))) return;
+  // In a cluster, what bounds one client's sessions in the deployment (its quota, if it has one).
+  const sessionId = randomId();
+  const refused = await ctx.cluster?.admit(holder, sessionId);
+  if (refused) return sendRejection(res, refused, readableId(body));
+  const session = ctx.registry.create(principal, holder, sessionId);
+  // Until its answer's stream is open, nothing may take it for an idle session and let it go.
+  session.arrivals.opening = true;
+  try {
+    await openSession(ctx, req, res, session, parsed);
+  } finally {
+    session.arrivals.opening = false;
+  }
+}
+
+/**
+ * A new session's `initialize`: claimed, answered (by a server from the factory, or with what one
+ * answered the same request: see `lazyServers`), the answer's stream opened (or the refusal sent).
+ */
+async function openSession(ctx: EngineContext, req: CoreRequest, res: CoreResponder, session: Session, parsed: ParsedBody): Promise<void> {
+  if (!(await claim(ctx, session, res))) return;
+  const answers = ctx.initializeAnswers;
+  const key = answers && answerKey(parsed.initialize!, session.principal);
+  const known = key === undefined ? undefined : answers!.find(key);
+  if (!known && !(await connectServer(ctx, session, res))) return;
+  // The first of its kind: a server answers it, and later sessions that ask the same get its answer.
+  if (!known && key !== undefined) session.server.answeredInitialize = (result) => answers!.learn(key, result);
   const requested = (parsed.messages[0] as JSONRPCMessage & { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
   const version = typeof requested === 'string' && ctx.supportedVersions.includes(requested) ? requested : LATEST_LEGACY_VERSION;
   // Shared cluster: the session exists for the other instances once its record is saved; until
@@ -152,7 +187,7 @@ async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreRe
     },
   );
   // A session whose stream could not open (the store refused it: 503) is of no use to anybody.
-  if (!(await respond(ctx, req, held || res, session, parsed, version))) session.terminate(undefined, 'error');
+  if (!(await respond(ctx, req, held || res, session, parsed, version, known))) session.terminate(undefined, 'error');
 }
 
 /** In a cluster, records this instance as the session's owner before any instance can be asked for it. */
@@ -198,7 +233,10 @@ async function respond(
   session: Session,
   parsed: ParsedBody,
   version: string,
+  /** The answer to the session's `initialize`, when no server is to answer it (see `lazyServers`). */
+  initializeAnswer?: Record<string, unknown>,
 ): Promise<boolean> {
+  const deliver = () => (initializeAnswer ? answerInitialize(session, parsed, initializeAnswer) : session.dispatch(parsed.messages, req));
   if (ctx.options.jsonResponse) {
     const reply = session.openJsonReply(parsed.requestIds, {
       messages: [],
@@ -209,7 +247,7 @@ async function respond(
     // A request a peer forwarded: it hears that the request was taken before any tool runs (the
     // answer itself comes when the calls are done; see ClusterPort's forward).
     if (req.headers[FORWARDED_HEADER] !== undefined) res.acknowledge?.();
-    session.dispatch(parsed.messages, req);
+    deliver();
     return true;
   }
   const resumable = session.sessionId !== undefined;
@@ -223,19 +261,19 @@ async function respond(
   // connection that breaks before any head for a request that ran nowhere, and serves it itself
   // once this instance is gone (see ClusterPort's forward).
   if (req.headers[FORWARDED_HEADER] !== undefined) stream.connection?.sendNow();
-  session.dispatch(parsed.messages, req);
+  deliver();
   return true;
 }
 
-/** Whom the per-principal cap counts a request without auth for: the `clientKey` option's answer. */
-function anonymousHolder(ctx: EngineContext, req: CoreRequest): string | undefined {
-  try {
-    const key = ctx.options.clientKey({ headers: req.headers, remoteAddress: req.remoteAddress });
-    return typeof key === 'string' && key !== '' ? `client:${key}` : undefined;
-  } catch (error) {
-    ctx.options.onError(asError(error, 'clientKey failed'));
-    return undefined;
-  }
+/**
+ * Answers the client's `initialize` with `result`, what a server of the factory answered the same
+ * request (see `lazyServers`): the session has no server until a request needs one. A save of its
+ * record that fails reaches the answer through `SessionRegistry.recorded`.
+ */
+function answerInitialize(session: Session, parsed: ParsedBody, result: Record<string, unknown>): void {
+  const initialize = parsed.initialize as JSONRPCRequest;
+  session.server.defer(initialize);
+  session.send({ jsonrpc: '2.0', id: initialize.id, result }).catch(() => {});
 }
 
 /** The era, method and tool of a single message, for telemetry. */

@@ -24,12 +24,13 @@ export function resolveSession(
       reject(400, ErrorCode.ServerError, 'Bad Request: Mcp-Session-Id header is required (send initialize first to get one)'),
     );
   }
-  const session = ctx.registry.get(id);
+  const session = ctx.registry.get(id) ?? (ctx.cluster ? undefined : ctx.registry.restoreKept(id));
   if (!session) {
     // Its client deleted it here, and Redis has not taken that yet: gone all the same, never
     // restored from the record still there (a peer forwards here while the owner record names this instance).
     if (ctx.registry.ends.deletedHere(id)) return rejected(sessionNotFound());
-    // Alone, a session not here does not exist; in a cluster, it may be another instance's.
+    // Alone, a session not here (nor kept as its record) does not exist; in a cluster, it may be
+    // another instance's, or one this instance let go of.
     return ctx.cluster ? ctx.cluster.find(req, id) : rejected(sessionNotFound());
   }
   // In a cluster, a copy held here may be stale (a peer took the session over while this instance

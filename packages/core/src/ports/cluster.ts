@@ -124,6 +124,17 @@ export interface SessionCluster {
   takeOver?(sessionId: string, principal: string | undefined): Promise<TakeOver | undefined>;
   /** Optional, with `saveRecord`: the sessions are active; their records live another `ttlMs`. */
   keepRecords?(sessionIds: string[], ttlMs: number): Promise<void>;
+  /**
+   * Optional: counts a new session of `holder` (a principal, or `client:<key>` for a client without
+   * auth, see `clientKey`) toward a quota of the deployment, before it is created: `0` once it
+   * counts, or how many ms until the holder may open one again (the engine answers its
+   * `initialize` 429 with that `Retry-After`). `windowMs` is the handler's `sessionIdleTtlMs`. An
+   * instance's own caps only bound what it holds in memory (a session it lets go of lives on in the
+   * cluster's records): this is what bounds one client's sessions in the deployment.
+   */
+  admitSession?(holder: string, sessionId: string, windowMs: number): Promise<number>;
+  /** Optional, with `admitSession`: its client deleted the session; it no longer counts toward its holder's quota. */
+  releaseAdmission?(holder: string, sessionId: string): Promise<void>;
   /** Optional, with `takeOver`: this instance lets go of a session (draining); its record stays for another to restore. */
   handOff?(sessionId: string): Promise<void>;
   /**

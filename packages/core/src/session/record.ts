@@ -61,6 +61,8 @@ export class Restorer {
   /** Answers due from the server to the restore requests. */
   private readonly due = new Map<RequestId, (error: string | undefined) => void>();
   private seq = 0;
+  /** Why the session ended, once it did: every restore request fails with it from then on. */
+  private aborted: string | undefined;
 
   constructor(private readonly toServer: (message: JSONRPCMessage) => void) {}
 
@@ -95,13 +97,15 @@ export class Restorer {
     return true;
   }
 
-  /** The session ended while restoring: every replayed request fails. */
+  /** The session ended while restoring: every replayed request fails, and any sent later (its server answers nobody now). */
   abort(reason: string): void {
+    this.aborted = reason;
     for (const settle of this.due.values()) settle(reason);
     this.due.clear();
   }
 
   private request(method: string, params: JSONRPCRequest['params']): Promise<string | undefined> {
+    if (this.aborted !== undefined) return Promise.resolve(this.aborted);
     const id = `${RESTORE_ID_PREFIX}${++this.seq}`;
     return new Promise((resolve) => {
       this.due.set(id, resolve);

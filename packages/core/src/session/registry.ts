@@ -2,30 +2,47 @@ import { randomId } from '../events/ids.js';
 import type { ResolvedOptions } from '../options.js';
 import type { SseConnection } from '../streams/connection.js';
 import { asError, settle } from '../util/errors.js';
-import { brieflyRetried } from '../util/retry.js';
 import type { RestoreRecord } from '../ports/cluster.js';
 import { adoptRecord, restoreRecordOf } from './record.js';
 import type { SessionEndReason } from '../telemetry/events.js';
 import { SessionEnds } from './ends.js';
 import { Session } from './session.js';
 import { AnswerTags } from './answer-tags.js';
+import { KeptSessions } from './kept.js';
+import { ClusterRecords } from './records.js';
+
+const NOTHING = (): void => {};
+
+/**
+ * Why only this instance's copy of a session goes, not the session: a cap made room (`evict`), or
+ * it idled past `hibernateAfterMs` (`hibernate`). Where its record is kept (the cluster's, or
+ * {@link KeptSessions} alone) it lives on, and its next request restores it.
+ */
+const LET_GO: ReadonlySet<SessionEndReason> = new Set(['evict', 'hibernate']);
+
+/** Alone, how many sessions let go of at the cap are kept as records, per session the cap holds. */
+const KEPT_PER_HELD = 10;
 
 /**
  * All sessions of one handler: creation under a cap, lookup, idle expiry, and the periodic work
  * (keep-alives, store eviction) done by one timer instead of one per stream.
  */
-const NOTHING = (): void => {};
-
 export class SessionRegistry {
   readonly sessions = new Map<string, Session>();
   /** Every open SSE connection, for keep-alives and shutdown. */
   readonly live = new Set<SseConnection>();
   /** Sessions their clients deleted here, while the cluster has not taken their end (see `SessionEnds`). */
   readonly ends: SessionEnds;
+  /** Alone, with hibernation on: the sessions let go of at the cap, as their records. */
+  private readonly kept: KeptSessions | undefined;
+  /** In a cluster that keeps them: the records that restore its sessions anywhere. */
+  private readonly records: ClusterRecords;
   private readonly timers: Array<ReturnType<typeof setInterval>> = [];
 
   constructor(private readonly options: ResolvedOptions) {
     this.ends = new SessionEnds(options);
+    this.records = new ClusterRecords(options);
+    if (!options.cluster && options.hibernateAfterMs !== undefined) this.kept = new KeptSessions(options.maxSessions * KEPT_PER_HELD);
     const { keepAliveMs, sessionIdleTtlMs, hibernateAfterMs } = options;
     if (keepAliveMs > 0) this.every(Math.max(50, Math.floor(keepAliveMs / 2)), () => this.keepAlive(keepAliveMs));
     let sweepMs = Math.min(60_000, Math.max(100, Math.floor(sessionIdleTtlMs / 4)));
@@ -46,8 +63,8 @@ export class SessionRegistry {
 
   /**
    * Makes room for one more session of `holder` (a principal, or a client address): at a cap, the
-   * least recently used idle session (of that holder, for its own cap) is let go. `false` when the
-   * cap is reached and every session under it is busy.
+   * least recently used idle session (of that holder, for its own cap) is let go of (see
+   * {@link LET_GO}). `false` when the cap is reached and every session under it is busy.
    */
   makeRoom(holder: string | undefined): boolean {
     const perHolder = this.options.maxSessionsPerPrincipal;
@@ -58,32 +75,49 @@ export class SessionRegistry {
     return this.sessions.size < this.options.maxSessions || this.evictIdlest(this.sessions.values());
   }
 
-  /** Ends the least recently used session among `candidates` that nothing would miss. */
+  /** Lets go of the least recently used session among `candidates` that nothing would miss. */
   private evictIdlest(candidates: Iterable<Session>): boolean {
     let idlest: Session | undefined;
     for (const session of candidates) {
-      if (!session.evictable) continue;
+      if (!this.releasable(session)) continue;
       if (!idlest || session.lastActive < idlest.lastActive) idlest = session;
     }
     idlest?.terminate(undefined, 'evict');
     return idlest !== undefined;
   }
 
+  /** Whether the session can be let go of: nothing here would miss it, and its record is not being saved. */
+  private releasable(session: Session): boolean {
+    return session.evictable && !this.records.isSaving(session);
+  }
+
   /**
    * A new session bound to `principal` (the identity that created it; `undefined` without auth);
    * `holder` is whom the per-principal cap counts it for.
    */
-  create(principal: string | undefined, holder?: string): Session {
-    const session = new Session(randomId(), principal, this.options, this.live, this.forgetFn);
+  create(principal: string | undefined, holder?: string, sessionId: string = randomId()): Session {
+    const session = new Session(sessionId, principal, this.options, this.live, this.forgetFn);
     session.holder = holder;
     return this.add(session);
   }
 
-  /** A session another instance held, restored here from its record (see `SessionCluster.takeOver`). */
-  adopt(sessionId: string, principal: string | undefined, record: RestoreRecord): Session {
+  /**
+   * A session restored here from its record: one another instance held, or this one let go of
+   * (see `SessionCluster.takeOver`). It counts toward the caps like a new one: room is made for it
+   * if there is any to make.
+   */
+  adopt(sessionId: string, principal: string | undefined, record: RestoreRecord, holder: string | undefined = principal): Session {
+    this.makeRoom(holder);
     const session = new Session(sessionId, principal, this.options, this.live, this.forgetFn);
     adoptRecord(session, record);
+    session.holder = holder;
     return this.add(session);
+  }
+
+  /** Alone: a session this instance let go of at the cap, restored from the record it kept; `undefined` if none is kept. */
+  restoreKept(sessionId: string): Session | undefined {
+    const kept = this.kept?.take(sessionId);
+    return kept && this.adopt(sessionId, kept.principal, kept.record, kept.holder);
   }
 
   private add(session: Session): Session {
@@ -93,50 +127,13 @@ export class SessionRegistry {
     const cluster = this.options.cluster;
     // Shared: the server's requests carry this instance's id, for the client's answer to find it.
     if (cluster?.shared) session.server.answerTags = new AnswerTags(`${cluster.instanceId ?? ''}~${randomId().slice(0, 8)}~`);
-    if (cluster?.saveRecord) {
-      // Saved once the handshake is done and whenever the log level changes, for other instances to
-      // restore from. In a shared cluster the record is the session: the handshake's answer waits
-      // for it, and goes out only once it is saved (see `recorded`).
-      let first = cluster.shared && !session.adopted ? this.awaitFirstSave(session) : undefined;
-      session.server.record.changed = (change) => {
-        const record = restoreRecordOf(session);
-        if (!record || session.closed) return;
-        const save = () => cluster.saveRecord!(session.sessionId as string, record, this.options.sessionIdleTtlMs, change);
-        const saving = Promise.resolve()
-          .then(save)
-          .catch(() => brieflyRetried(save));
-        if (first) {
-          // The handshake's: a failure reaches the answer (it is not delivered) and the engine (503).
-          first(saving);
-          first = undefined;
-          return saving;
-        }
-        const reported = saving.catch((error: unknown) => this.options.onError(asError(error, 'cluster saveRecord failed')));
-        return cluster.shared ? reported : undefined;
-      };
-    }
+    this.records.track(session);
     return session;
   }
 
-  /** Shared cluster: the first save of the record of each session created here, until it settles. */
-  private readonly firstSaves = new WeakMap<Session, Promise<void>>();
-
-  private awaitFirstSave(session: Session): (saving: Promise<void>) => void {
-    let follow!: (saving: Promise<void>) => void;
-    const saved = new Promise<void>((resolve) => (follow = resolve));
-    // Nobody may wait for it (a handshake the server refused): no unhandled rejection then.
-    saved.catch(() => {});
-    this.firstSaves.set(session, saved);
-    return follow;
-  }
-
-  /**
-   * Shared cluster: resolves once the record of a session created here is saved (the handshake is
-   * done), rejects if it could not be (after brief retries): the `initialize` answer is held until
-   * then, and refused with 503 instead (issue 27, item 4). `undefined` elsewhere: nothing to wait for.
-   */
+  /** See {@link ClusterRecords.recorded}. */
   recorded(session: Session): Promise<void> | undefined {
-    return this.firstSaves.get(session);
+    return this.records.recorded(session);
   }
 
   /** A throwaway session for one stateless request. */
@@ -150,38 +147,25 @@ export class SessionRegistry {
 
   /**
    * Closes sessions idle past the TTL (no request and no open connection for that long) and
-   * hibernates those idle past `hibernateAfterMs` (an open GET stream does not count there).
+   * hibernates those idle past `hibernateAfterMs` (an open GET stream does not count there). A
+   * session nothing here would miss (see `Session.evictable`) whose record the cluster keeps is let
+   * go of whole: an instance holds nothing for a session it is not serving.
    */
   sweep(now: number = Date.now()): void {
     const cutoff = now - this.options.sessionIdleTtlMs;
     const { hibernateAfterMs } = this.options;
     const sleepBefore = hibernateAfterMs === undefined ? undefined : now - hibernateAfterMs;
+    const letGoWhole = this.records.restoreAnywhere;
     for (const session of this.sessions.values()) {
       if (session.openConnections === 0 && session.lastActive < cutoff) this.expire(session, now);
-      else if (sleepBefore !== undefined && session.lastActive <= sleepBefore && !session.hibernated) session.hibernate();
+      else if (sleepBefore === undefined || session.lastActive > sleepBefore) continue;
+      else if (letGoWhole && this.releasable(session)) this.letGoIdle(session);
+      else if (!session.hibernated) session.hibernate();
     }
+    if (this.kept) for (const id of this.kept.expire(cutoff)) this.endKept(id);
     this.options.eventStore.sweep?.(now);
     this.options.taskStore.sweep?.(now);
-    this.keepRecords(now);
-  }
-
-  /** When the restore records were last kept alive. */
-  private recordsKeptAt = Date.now();
-
-  /**
-   * A session's restore record lives `sessionIdleTtlMs` past its last activity, as the session
-   * would: the records of sessions active since the last sweep are kept alive, in one batch.
-   */
-  private keepRecords(now: number): void {
-    const cluster = this.options.cluster;
-    if (!cluster?.keepRecords) return;
-    const since = this.recordsKeptAt;
-    this.recordsKeptAt = now;
-    const active: string[] = [];
-    for (const session of this.sessions.values())
-      if (session.lastActive >= since || session.openConnections > 0) active.push(session.sessionId as string);
-    if (active.length > 0)
-      settle(() => cluster.keepRecords!(active, this.options.sessionIdleTtlMs), this.options.onError, 'cluster keepRecords failed');
+    this.records.keepAlive(this.sessions.values(), now);
   }
 
   /** Sessions whose activity on other instances is being asked about. */
@@ -243,9 +227,28 @@ export class SessionRegistry {
     for (const conn of [...this.live]) conn.end(retryMs);
   }
 
+  /** Hibernation, for a session whose record the cluster keeps: its server and the rest of it go. */
+  private letGoIdle(session: Session): void {
+    const { telemetry } = this.options;
+    if (telemetry.on) telemetry.sessionEvent('session.hibernate', session.sessionId as string, {});
+    session.terminate(undefined, 'hibernate');
+  }
+
+  /** Alone: a session kept as its record ends for good (its idle TTL, or more were let go of than are kept). */
+  private endKept(sessionId: string): void {
+    const { eventStore, onError, telemetry } = this.options;
+    if (telemetry.on) telemetry.sessionEvent('session.close', sessionId, { reason: 'expire' });
+    settle(() => eventStore.deleteSession(sessionId), onError, 'event store deleteSession failed');
+  }
+
   private readonly forgetFn = (session: Session, reason: SessionEndReason): void => this.forget(session, reason);
 
-  /** A session ended: its events and its owner record go too; one handed off keeps both for its next instance. */
+  /**
+   * A session closed here. It ends (its events and owner record go) unless it lives on in the
+   * cluster: handed off, a copy in a shared cluster, or let go of at a cap while the cluster keeps
+   * its record (the session belongs to the deployment, not to this instance: only its idle TTL and
+   * its client's DELETE end it).
+   */
   private forget(session: Session, reason: SessionEndReason): void {
     const id = session.sessionId as string;
     if (id === undefined) return;
@@ -256,8 +259,14 @@ export class SessionRegistry {
     if (telemetry.on) telemetry.sessionEvent('session.close', id, { reason });
     // Handed off: its events and record stay for the next instance (see handOff).
     if (reason === 'handoff') return;
-    // In a shared cluster this copy is one of many: only its client's DELETE ends the session everywhere.
-    if (cluster?.shared && reason !== 'delete') return settle(() => cluster.handOff?.(id), onError, 'cluster handOff failed');
+    // A copy in a shared cluster is one of many: only its client's DELETE ends the session
+    // everywhere. Let go of at a cap or idle, its record restores it on whichever instance its next
+    // request reaches, this one included; its owner record goes, so that no peer forwards it here.
+    if (cluster && (cluster.shared ? reason !== 'delete' : LET_GO.has(reason) && this.records.restoreAnywhere)) {
+      if (LET_GO.has(reason)) this.records.letGo(session);
+      return settle(() => cluster.handOff?.(id), onError, 'cluster handOff failed');
+    }
+    if (this.kept && LET_GO.has(reason) && this.keep(session)) return;
     if (!cluster) return settle(() => eventStore.deleteSession(id), onError, 'event store deleteSession failed');
     // Its client's DELETE (or its server closed): it ends everywhere, and the DELETE waits for that.
     if (reason === 'delete') return void this.ends.endEverywhere(id, session.principal);
@@ -269,6 +278,15 @@ export class SessionRegistry {
       onError,
       'cluster release or event store deleteSession failed',
     );
+  }
+
+  /** Alone: keeps what restores a session let go of at the cap; `false` for one that never completed its handshake. */
+  private keep(session: Session): boolean {
+    const record = restoreRecordOf(session);
+    if (!record) return false;
+    const { principal, holder, lastActive } = session;
+    for (const id of this.kept!.keep(session.sessionId as string, { record, principal, holder, lastActive })) this.endKept(id);
+    return true;
   }
 
   private every(ms: number, fn: () => void): void {

@@ -10,8 +10,12 @@ import type { AnswerTags } from './answer-tags.js';
  * pending for the client (sampling, elicitation) is never let go, so this also tracks those.
  */
 export class SessionServer {
-  /** The server was let go until the next POST (see `hibernateAfterMs`). */
+  /** The server was let go until the next POST (see `hibernateAfterMs`), or is not built yet (see {@link defer}). */
   hibernated = false;
+  /** No server was ever built for the session: its first is built at its first request (see `lazyServers`). */
+  deferred = false;
+  /** Told a server's answer to the session's `initialize`, once it goes out (see `InitializeAnswers`). */
+  answeredInitialize: ((result: Record<string, unknown>) => void) | undefined;
   readonly record = new SessionRecord();
   /** Which SDK the server is of: v2 handlers also get a fetch `Request` (`ctx.http.req`). */
   major: SdkMajor = 'v1';
@@ -31,6 +35,16 @@ export class SessionServer {
   attach(server: { close(): Promise<void> }, major: SdkMajor): void {
     this.server = server;
     this.major = major;
+  }
+
+  /**
+   * A session whose `initialize` is answered without a server (see `lazyServers`): it starts as a
+   * hibernated one does, and {@link wake} builds its first server from the client's `initialize`.
+   */
+  defer(initialize: JSONRPCRequest): void {
+    this.record.observe(initialize);
+    this.hibernated = true;
+    this.deferred = true;
   }
 
   /**
@@ -109,6 +123,7 @@ export class SessionServer {
       .then(() => this.restorer.replay(this.record))
       .then(() => {
         this.hibernated = false;
+        this.deferred = false;
       })
       .finally(() => {
         this.waking = undefined;

@@ -13,6 +13,7 @@ import { asError } from '../util/errors.js';
 import { appendHooks } from './end-calls.js';
 import { StreamRoutes } from './routes.js';
 import { SessionServer } from './session-server.js';
+import { Arrivals } from './arrivals.js';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
@@ -37,8 +38,8 @@ export class Session implements Transport {
   holder: string | undefined;
   /** Restored from a record another instance left (see `adoptRecord`). */
   adopted = false;
-  /** While restoring: the lost calls of the gone instance are being answered (requests wait for it). */
-  adopting: Promise<void> | undefined;
+  /** What is on its way to it while it looks idle: its `initialize`, requests that found it, a restore. */
+  readonly arrivals = new Arrivals();
   /** The server behind the session, and what hibernation keeps to rebuild it. */
   readonly server = new SessionServer((message) => this.onmessage?.(message, {}));
 
@@ -79,6 +80,7 @@ export class Session implements Transport {
         const version = (message.result as { protocolVersion?: unknown }).protocolVersion;
         if (typeof version === 'string') {
           this.protocolVersion = version;
+          this.server.answeredInitialize?.(message.result as Record<string, unknown>);
           // The handshake is complete: another instance could restore the session (shared: once saved).
           const saving = this.server.record.changed?.();
           if (saving) return saving.then(() => this.deliver(stream!, message, responseTo));
@@ -207,16 +209,12 @@ export class Session implements Transport {
     this.routes.endPolling(retryMs);
   }
 
-  /** No call running, no response stream open, no question awaiting the client: nothing here would be lost. */
+  /** No call running, no response stream open, no question awaiting the client, nothing on its way: nothing here would be lost. */
   get idle(): boolean {
-    return !this.closed && !this.routes.busy && this.server.quiet;
+    return !this.closed && !this.arrivals.any && !this.routes.busy && this.server.quiet;
   }
 
-  /**
-   * Idle, no client connected, and no answer stored for a client that has not come back for it
-   * yet: the session can be let go (at the session cap) without its client losing anything but
-   * the session itself.
-   */
+  /** Idle, no client connected, no answer stored for a client yet to come back for it: it can be let go of (a cap, hibernation). */
   get evictable(): boolean {
     return this.idle && this.openConnections === 0 && !this.routes.awaiting(Date.now());
   }

@@ -64,5 +64,10 @@ export interface StreamCloseEvent {
  */
 export type CloseReason = 'complete' | 'server-close' | 'slow-reader' | 'replaced' | 'duration' | 'shutdown' | 'client';
 
-/** `deleted-elsewhere`: in a shared cluster, the client deleted the session through another instance. */
-export type SessionEndReason = 'delete' | 'deleted-elsewhere' | 'expire' | 'evict' | 'shutdown' | 'handoff' | 'error';
+/**
+ * Why a session closed on this instance. `deleted-elsewhere`: in a shared cluster, the client
+ * deleted the session through another instance. `evict` (a cap made room) and `hibernate` (idle
+ * past `hibernateAfterMs`): only this instance's copy went; where its record is kept (a cluster's
+ * session records) the session lives on, and its next request restores it.
+ */
+export type SessionEndReason = 'delete' | 'deleted-elsewhere' | 'expire' | 'evict' | 'hibernate' | 'shutdown' | 'handoff' | 'error';
