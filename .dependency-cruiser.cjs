@@ -94,7 +94,8 @@ const REDIS_LAYERS = [
   },
   {
     name: 'redis-stores',
-    holds: 'what one kind of record needs, in either mode: the event store, the task store, the instance registry (heartbeats, the shards of the data), the bus',
+    holds:
+      'what one kind of record needs, in either mode: the event store, the task store, the instance registry (heartbeats, the shards of the data), the bus',
     paths: ['events/', 'tasks\\.ts$', 'quota\\.ts$', 'cluster/(registry|shards|bus|directory|legacy)\\.ts$'],
   },
   {
