@@ -69,7 +69,8 @@ const frame = (key: StreamKey, seq: number) => `id: ${key.streamId}.${seq}\ndata
 interface Topology {
   /** A client for one instance, as a user would make it. */
   client(): Redis | Cluster;
-  del(key: string): Promise<void>;
+  /** An instance's liveness goes, as when it stops beating: its key and, on a cluster, its presence in every shard. */
+  forget(prefix: string, instanceId: string): Promise<void>;
   /** Redis loses all its data (every master, on a cluster). */
   flushAll(): Promise<void>;
   /** Every subscriber connection is cut (a gap on the bus). */
@@ -82,7 +83,7 @@ async function oneNode(): Promise<Topology> {
   const admin = new Redis(redis.url);
   return {
     client: () => new Redis(redis.url),
-    del: async (key) => void (await admin.del(key)),
+    forget: async (prefix, instanceId) => void (await admin.del(`${prefix}instance:${instanceId}`)),
     flushAll: async () => void (await admin.flushall()),
     killSubscribers: async () => void (await admin.client('KILL', 'TYPE', 'pubsub')),
     async close() {
@@ -98,7 +99,11 @@ async function redisCluster(): Promise<Topology> {
   admin.on('error', () => {});
   return {
     client: () => new Cluster(cluster.seeds),
-    del: async (key) => void (await admin.del(key)),
+    forget: async (prefix, instanceId) => {
+      for (const master of await cluster.masters())
+        for (const key of (await redisCommand(master.port, 'KEYS', `${prefix}*instance:${instanceId}`)) as string[])
+          await redisCommand(master.port, 'DEL', key);
+    },
     flushAll: async () => {
       for (const master of await cluster.masters()) await redisCommand(master.port, 'FLUSHALL');
     },
@@ -187,7 +192,7 @@ describe.each(TOPOLOGIES)('every script and transaction touches one slot: $name'
     await a.s.cluster.activeElsewhere(key.sessionId);
     await a.s.cluster.keepRecords([key.sessionId], 60_000);
     // A is gone for C: C takes the session over and answers A's lost call.
-    await topology.del('fs:instance:a');
+    await topology.forget('fs:', 'a');
     expect(await c.s.cluster.takeOver(key.sessionId, 'alice')).toMatchObject({ principal: 'alice' });
     const [lost] = await c.s.eventStore.unfinished(key.sessionId);
     await c.s.eventStore.append(key, lost!.lastSeq + 1, frame(key, lost!.lastSeq + 1), true);

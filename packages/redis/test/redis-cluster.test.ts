@@ -5,7 +5,8 @@
  * bus over sharded pub/sub (nothing of it on the masters of other slots); the pipelines over many
  * sessions (records kept, streams refreshed, copies checked) one per master; the slot of a live
  * tail moved to another master while it streams; a shard that loses its data found by its own
- * generation; scripts a new master does not know (NOSCRIPT); the eviction policy of every master;
+ * generation; an instance whose liveness key a failover lost, alive by its presences in the other
+ * shards; scripts a new master does not know (NOSCRIPT); the eviction policy of every master;
  * 10,000 sessions spread over the masters, their keys and their scripts a third on each.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -197,6 +198,21 @@ describe('@mcp-kit/redis on a Redis Cluster', () => {
     // Its owner writes again, fenced as before: the shard's data came back under its new generation.
     await a.cluster.saveRecord(lostSession, record(), 60_000);
     expect(await admin.hexists(`l1:{${lostSession}}:s`, 'r')).toBe(1);
+  });
+
+  it('an instance whose liveness key a failover lost still counts as alive while its presences in the other shards are fresh', async () => {
+    const a = await instance('va', 'forward', 'v1:');
+    await instance('vb', 'forward', 'v1:');
+    const gone = await instance('vc', 'forward', 'v1:');
+    // The master of vb's liveness key fails over to a replica that lacks it: the key expired while the
+    // cluster found the master down (three heartbeats are shorter than cluster-node-timeout), or the
+    // replica lagged. DEL stands for that loss; vb itself lives, its presence in every shard is there.
+    const master = await rc.masterOf(keySlot('v1:instance:vb'));
+    expect(await redisCommand(master.port, 'DEL', 'v1:instance:vb')).toBe(1);
+    expect(await a.cluster.instanceAlive!('vb')).toBe(true);
+    // An instance that left has no presence anywhere: gone at once.
+    await gone.cluster.close();
+    expect(await a.cluster.instanceAlive!('vc')).toBe(false);
   });
 
   it('10,000 sessions spread over the three masters: each holds a third of their keys, and runs a third of their scripts, within ±15%', async () => {

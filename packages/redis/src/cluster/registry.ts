@@ -187,8 +187,15 @@ export class InstanceRegistry {
     const sinceLastTick = now - this.tickedAt;
     this.tickedAt = now;
     // On a Redis Cluster a beat waits for every shard: one caught in a master's outage (its command
-    // waiting out its timeout) must not let this instance's liveness, on another master, expire.
-    if (this.beating && isCluster(this.client)) this.client.set(...this.livenessArgs()).catch(() => {});
+    // waiting out its timeout) must not let this instance's liveness, on another master, expire,
+    // nor its presences in the other shards, which peers read when a failover lost the liveness
+    // key (see beatsSomewhere). `XX`: a presence gone stays gone until the beat finds it so (GET),
+    // since that is how it finds that its shard lost its data.
+    if (this.beating && isCluster(this.client)) {
+      this.client.set(...this.livenessArgs()).catch(() => {});
+      for (const shard of this.shards.all())
+        this.client.set(shard.presenceKey, this.internalUrl, 'PX', this.heartbeatMs * 3, 'XX').catch(() => {});
+    }
     void this.heartbeat();
     this.onTick(sinceLastTick);
   }
@@ -363,7 +370,7 @@ export class InstanceRegistry {
     const now = Date.now();
     const cached = this.liveness.get(instanceId);
     if (cached && now - cached.at < this.heartbeatMs / 2) return cached.alive;
-    const alive = (await this.client.exists(this.keys.instance(instanceId))) === 1;
+    const alive = await this.beatsSomewhere(instanceId);
     // Back from an outage (a failover, a restart): peers cut off with this instance had their keys
     // expire though they live, and beat again once their own connections are back, maybe a little
     // after this one's. Until they had a whole window for it, none counts as gone: a request for
@@ -377,6 +384,28 @@ export class InstanceRegistry {
     if (this.liveness.size > 1_000) this.liveness.clear();
     this.liveness.set(instanceId, { alive, at: now });
     return alive;
+  }
+
+  /**
+   * Whether `instanceId` beats: its liveness key is there or, on a Redis Cluster, its presence in
+   * some shard is. A key on one master is lost by a failover of that master when it expired while
+   * the cluster found the master down (three heartbeats are shorter than cluster-node-timeout) or
+   * the promoted replica lagged, and an instance writes it again only once it found the promoted
+   * replica itself; its presences on the other masters, written at each beat and each tick, are
+   * still there. An instance that stopped beating or left has none anywhere.
+   */
+  private async beatsSomewhere(instanceId: string): Promise<boolean> {
+    const exists = (key: string) => this.client.exists(key).then((n) => n === 1);
+    if (!isCluster(this.client)) return exists(this.keys.instance(instanceId));
+    // One key per master, each asked on its own (no command spans slots). A master that does not
+    // answer (failing over, silent) gives no verdict; the others do, unless none answers.
+    const keys = [this.keys.instance(instanceId), ...this.shards.all().map((shard) => this.keys.presence(shard.tag, instanceId))];
+    const [liveness] = await Promise.allSettled([exists(keys[0]!)]);
+    if (liveness.status === 'fulfilled' && liveness.value) return true;
+    const answers = [liveness, ...(await Promise.allSettled(keys.slice(1).map(exists)))];
+    if (answers.some((a) => a.status === 'fulfilled' && a.value)) return true;
+    if (liveness.status === 'rejected' && answers.every((a) => a.status === 'rejected')) throw liveness.reason;
+    return false;
   }
 
   /**
