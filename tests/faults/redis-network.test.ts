@@ -1,5 +1,5 @@
 /**
- * A bad network between the instances and Redis (issue 27): three Redis-backed express-example
+ * A bad network between the instances and Redis (invariant: come-back-later): three Redis-backed express-example
  * instances reach a real redis-server through packages/testbed/src/net-faults.ts, behind the round-robin
  * proxy; SDK v1 clients, SDK v2 clients (`legacy`: a 2025 session; the default negotiation, which
  * lands on 2026-07-28 and stays on its one stream) with their default settings (SDK v1: two failed

@@ -1,5 +1,5 @@
 /**
- * A Sentinel failover (issue 27): a Redis primary, its replica and three Sentinels from the same
+ * A Sentinel failover (invariant: come-back-later): a Redis primary, its replica and three Sentinels from the same
  * `redis-server` binary (packages/testbed/src/sentinel.ts); three express-example instances find the
  * primary through the Sentinels (`REDIS_SENTINELS`, `REDIS_SENTINEL_NAME`), behind the round-robin
  * proxy; SDK v1 clients, SDK v2 clients (`legacy`: a 2025 session; the default negotiation,
@@ -8,12 +8,11 @@
  * clients (tests/support/raw-chaos.ts: two calls each, cutting their own connections at random and
  * resuming) call long_task with closeEvery. While every 2025 SDK client is away polling (a
  * 2026-07-28 one mid-stream), the primary is killed (SIGKILL) and the Sentinels promote the
- * replica (1.7–3.1 s: 1 s to count it down, then the vote). Before issue 27 (SDK v1 clients
- * only): 11–15 of ~38 calls hung to their timeout, 2 of 2 runs, every client that was away when
- * the primary died. Then, before the redis cluster gave its peers a window to beat again after its
- * own connection came back: 3 of 11 runs (36 clients) had the first instance back take over the
- * sessions of peers not back yet (their heartbeat keys expired during the failover), and 6 to 32
- * calls ended with the lost-instance error.
+ * replica (1.7–3.1 s: 1 s to count it down, then the vote). What can go wrong there: a client
+ * that was away when the primary died left to its timeout; the first instance back taking over the
+ * sessions of peers not back yet (their heartbeat keys expired during the failover: an instance
+ * gives its peers a window to beat again after its own connection came back), their calls ending
+ * with the lost-call error.
  *
  * The audit, as in redis-outage.test.ts: no call is left to its timeout; each completes with every
  * step once and in order, or ends with the documented lost-events error (replication is

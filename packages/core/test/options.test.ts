@@ -153,7 +153,7 @@ describe('resolveOptions: errors', () => {
     expect(resolveOptions({ server }).clientKey({ headers: {}, remoteAddress: '192.0.2.1' })).toBe('192.0.2.1');
   });
 
-  it('refuses a cluster with an in-memory event store or task store at startup (issue 20, item 10)', () => {
+  it('refuses a cluster with an in-memory event store or task store at startup', () => {
     const cluster = { claim: async () => {}, release: () => {}, lookupOwner: async () => undefined, forward: async () => {} };
     // What a shared store looks like to the engine: not the in-memory default.
     const shared = new MemoryEventStore();

@@ -1,6 +1,6 @@
 /**
  * A session's routes hold the answers its client was away for only as long as it is expected back
- * for them, and none for requests it cancelled (issue 27, item 8): a long-lived session whose
+ * for them, and none for requests it cancelled (invariant: bounded): a long-lived session whose
  * clients abandon their streams does not grow them without bound.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';

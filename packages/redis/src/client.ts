@@ -40,11 +40,11 @@ export interface RedisClientOptions {
  * command rejects at once, so clients get a 503 now and the process holds no growing backlog; it
  * reconnects on its own (every 100 ms, backing off to 2 s) and serves again when Redis is back.
  *
- * Two network faults are not outages and are ridden out (issue 27):
+ * Two network faults are not outages and are ridden out (invariant: come-back-later):
  * - A connection that stops answering (a black hole, a half-open connection a NAT forgot) is
  *   found by its first command's timeout and dropped ({@link dropSilentConnections}), not kept
  *   "ready" with every later command waiting `commandTimeoutMs` in turn (a request's four tries
- *   took 8 s).
+ *   would take 8 s).
  * - Commands sent while a connection that was reset is made again wait for it
  *   ({@link rideOutReconnects}) instead of failing with "Stream isn't writeable": a new call's
  *   `POST` no longer gets a 503 because one connection dropped.

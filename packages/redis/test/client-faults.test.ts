@@ -1,5 +1,5 @@
 /**
- * createRedisClient through a bad network (issue 27), against a real redis-server behind
+ * createRedisClient through a bad network (invariant: come-back-later), against a real redis-server behind
  * packages/testbed/src/net-faults.ts: a connection that stops answering is dropped after one
  * `commandTimeoutMs`, so the commands behind it fail at once instead of each waiting as long; a
  * connection that is reset is made again while the commands sent meanwhile wait for it; once Redis

@@ -236,7 +236,7 @@ describe('HttpForwarder', () => {
     expect(await outcome()).toEqual({ requestSent: true, received: false });
   });
 
-  it('an owner that stops answering (frozen) fails the forward within 2 × responseTimeoutMs on the keep-alive socket it answered on before, marked maybeReceived (issue 27, item 2)', async () => {
+  it('an owner that stops answering (frozen) fails the forward within 2 × responseTimeoutMs on the keep-alive socket it answered on before, marked maybeReceived', async () => {
     let frozen = false;
     const seen: Array<{ method: string | undefined; socket: unknown }> = [];
     const url = await owner((req, _body, res) => {

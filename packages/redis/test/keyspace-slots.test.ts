@@ -7,7 +7,7 @@
  * Both modes are driven through what touches Redis: sessions made, written, taken over or copied,
  * records saved and changed, the bus, a data loss and the beats after it, tasks, the end.
  * (Scripts name every key they touch in `KEYS`; that the keys they name are all they touch is
- * what a real cluster checks, with issue 41's suite.)
+ * what only a real Redis Cluster checks.)
  */
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * Redis behind Sentinel (issue 27): `createRedisClient({ sentinels, name })` finds the primary
+ * Redis behind Sentinel: `createRedisClient({ sentinels, name })` finds the primary
  * through the Sentinels and follows a failover, its duplicates (the subscriber connections) too;
  * and what APPEND says when a frame before the one it is given is missing (what a promoted replica
  * that lacked the primary's last writes makes it say). The scale-out through a failover, with

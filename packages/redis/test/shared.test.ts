@@ -1,5 +1,5 @@
 /**
- * A shared cluster (no `internalUrl`, issue 21) against a real redis-server: no owner records, the
+ * A shared cluster (`mode: 'shared'`, no `internalUrl`) against a real redis-server: no owner records, the
  * restore record is the session (saved with the principal of the instance that created it, kept by
  * every copy), messages between instances over pub/sub, and each stream's writer recorded.
  */
@@ -102,7 +102,7 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     expect(got.d).toEqual([]);
   });
 
-  it('posts are kept until read: every one reaches its instance once and in order while its subscriber connection keeps dropping (issue 27, item 5)', async () => {
+  it('posts are kept until read: every one reaches its instance once and in order while its subscriber connection keeps dropping', async () => {
     const a = await shared('a7', 'sk:');
     const b = await shared('b7', 'sk:');
     await a.claim('s7', undefined);
@@ -126,7 +126,7 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     expect(got).toEqual(Array.from({ length: 300 }, (_, n) => n));
   });
 
-  it('a post made the moment an instance starts to listen, before its subscriber is connected, reaches it (issue 27, item 5)', async () => {
+  it('a post made the moment an instance starts to listen, before its subscriber is connected, reaches it', async () => {
     const a = await shared('a9', 'sl:');
     const b = await shared('b9', 'sl:');
     await a.claim('s9', undefined);
@@ -139,7 +139,7 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     await vi.waitFor(() => expect(heard).toEqual([ended]), { timeout: 3_000 });
   });
 
-  it('two copies changing the subscriptions at once both keep their change; an unsubscribe takes one out; a deleted record stays deleted (issue 27, item 5)', async () => {
+  it('two copies changing the subscriptions at once both keep their change; an unsubscribe takes one out; a deleted record stays deleted', async () => {
     const a = await shared('a8', 'sm:');
     const b = await shared('b8', 'sm:');
     await a.claim('s8', 'alice');

@@ -93,7 +93,7 @@ export class Exchange implements Reply {
 
   /**
    * Answers with a refusal of mcp-kit's own (the task store could not create the task): its status
-   * and headers (a 503 with Retry-After, issue 20 item 6) while nothing was sent yet, else its
+   * and headers (a 503 with Retry-After: invariant come-back-later) while nothing was sent yet, else its
    * JSON-RPC error as the stream's last event.
    */
   refuse(rejection: Rejection): void {

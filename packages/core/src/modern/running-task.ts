@@ -30,7 +30,7 @@ export interface RunningTaskContext {
   /**
    * A write the store refuses (Redis down, failing over) is tried again, once a second, for this
    * long: the task's TTL, past which nobody reads it (without one: until it is written). Shorter, an outage would lose a result its
-   * client keeps polling for (issue 27).
+   * client keeps polling for (invariant: stored-before-success).
    */
   storeWaitMs: number;
 }

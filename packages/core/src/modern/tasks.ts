@@ -56,9 +56,9 @@ const NOT_FOUND = 'Task not found: the task id is unknown, expired or evicted';
  */
 export class Tasks implements TaskSignalListener {
   private readonly runningTasks = new Map<string, RunningTask>();
-  /** Tasks kept alive with `waitUntil` or bounded by `maxCallDurationMs` (issue 21): what ends each one's keeping. */
+  /** Tasks kept alive with `waitUntil` or bounded by `maxCallDurationMs` (serverless platforms): what ends each one's keeping. */
   private readonly outliving = new Map<string, () => void>();
-  /** Only with the in-process store, whose results go with the process (issue 20, item 5). */
+  /** Only with the in-process store, whose results go with the process: a drain waits until they are read. */
   private readonly unread: UnreadResults | undefined;
 
   /** Tasks whose tool runs here now. */
@@ -156,7 +156,7 @@ export class Tasks implements TaskSignalListener {
       () => exchange.handOff(createTaskResult(record)),
       (error: unknown) => {
         // The client cannot poll a task the store does not have: stop the tool, and answer the
-        // documented 503 with Retry-After, as for any store failure (issue 20, item 6).
+        // documented 503 with Retry-After, as for any store failure (invariant: come-back-later).
         options.onError(asError(error, 'task store create failed'));
         task.stop('the task could not be stored');
         exchange.refuse(unavailable('the task store'));
@@ -252,7 +252,7 @@ export class Tasks implements TaskSignalListener {
  * How long a `tasks/get` waits for a task store it cannot reach (Redis down, failing over) before
  * its 503. The Tasks extension's client fails the whole task on an error answer, so a poll is held
  * instead, well inside the clients' own request timeout (60 s in both SDKs): an outage shorter than
- * this costs the polling client nothing but a slower answer (issue 27).
+ * this costs the polling client nothing but a slower answer (invariant: come-back-later).
  */
 const POLL_STORE_WAIT_MS = 40_000;
 
