@@ -80,7 +80,7 @@ function ensureSystemPackages() {
  * bench --short 170, outages 557, shared outages 553; wall clock 661), before bench --short ran
  * half its servers (~90 s less in the checks lane): load 42, retry-pace 23, rolling-restart 54,
  * shared-lost-stream 19, verdict 22 and tasks-chaos 27 (now in the checks lane); fuzz 31 and 21,
- * modern 12, isolation 31; redis-cluster 56, live-streams 43.
+ * modern 12, isolation 31; scale-out-examples 56, live-streams 43.
  */
 const CHECKS_LANE_TESTS = [
   'tests/reliability/load.test.ts',
@@ -96,7 +96,7 @@ const AFTER_OUTAGES_TESTS = [
   'tests/behaviour/modern.test.ts',
   'tests/reliability/isolation.test.ts',
 ];
-const AFTER_SHARED_OUTAGES_TESTS = ['tests/cluster/redis-cluster.test.ts', 'packages/redis/test/live-streams.test.ts'];
+const AFTER_SHARED_OUTAGES_TESTS = ['tests/cluster/scale-out-examples.test.ts', 'packages/redis/test/live-streams.test.ts'];
 
 /**
  * The outages (Redis down, failing over, unreachable) and the other fault suites that mostly wait (for Redis to come back, a

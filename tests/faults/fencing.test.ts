@@ -68,7 +68,7 @@ async function takenOverWhileXIsPaused() {
 }
 
 describe('an owner paused past its heartbeat window, then resumed', () => {
-  it('does not take its session back from the peer that restored it, drops its stale copy, and deletes nothing of the peer', async () => {
+  it('does not take its session back from the peer that took it over, drops its stale copy, and deletes nothing of the peer', async () => {
     const { headers, sessionId, xId, yId } = await takenOverWhileXIsPaused();
     await y.waitFor(new RegExp(`restored session ${sessionId}`));
     const owner = () => ownerOf(sessionId);

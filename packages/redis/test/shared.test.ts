@@ -208,11 +208,11 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     await admin.flushall();
     // Within the next beats (100 ms each) b may say "unknown yet" (a rejection: 503), never "gone".
     const deadline = Date.now() + 5_000;
-    let copy: Awaited<ReturnType<RedisSessionCluster['takeOver']>>;
+    let restored: Awaited<ReturnType<RedisSessionCluster['takeOver']>>;
     let saidGone = 0;
     let saidWait = 0;
     for (;;) {
-      copy = await b.takeOver('s6', 'alice').then(
+      restored = await b.takeOver('s6', 'alice').then(
         (found) => {
           if (!found) saidGone++;
           return found;
@@ -223,10 +223,10 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
           return undefined;
         },
       );
-      if (copy || Date.now() > deadline) break;
+      if (restored || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 5));
     }
-    expect(copy).toEqual({ record: record('error'), principal: 'alice' });
+    expect(restored).toEqual({ record: record('error'), principal: 'alice' });
     expect(saidGone).toBe(0);
     expect(saidWait).toBeGreaterThan(0);
   });

@@ -67,7 +67,7 @@ export class Exchange implements Reply {
     this.ctx.res.send(out.error ? httpStatusOf(out.error.code) : 200, JSON_HEADERS, json);
   }
 
-  /** Not yet answered, nor handed to a task. */
+  /** Not answered yet, nor turned into a task. */
   get pending(): boolean {
     return !this.done;
   }
@@ -83,7 +83,7 @@ export class Exchange implements Reply {
   }
 
   /** Answers a request that became a task with the task's handle (a `CreateTaskResult`). */
-  handOff(result: Record<string, unknown>): void {
+  answerWithTask(result: Record<string, unknown>): void {
     const json = JSON.stringify({ jsonrpc: '2.0', id: this.clientId, result });
     if (this.conn) {
       this.conn.write(messageEvent(undefined, json));

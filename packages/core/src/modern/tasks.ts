@@ -153,7 +153,7 @@ export class Tasks implements TaskSignalListener {
     if (end) this.outliving.set(record.taskId, end);
     this.report(record.taskId, 'working');
     creation.then(
-      () => exchange.handOff(createTaskResult(record)),
+      () => exchange.answerWithTask(createTaskResult(record)),
       (error: unknown) => {
         // The client cannot poll a task the store does not have: stop the tool, and answer the
         // documented 503 with Retry-After, as for any store failure (invariant: come-back-later).
