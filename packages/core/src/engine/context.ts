@@ -77,7 +77,7 @@ export class EngineContext {
 
   /** Whether a client on `version` gets priming events and resumes streams the server closes (SEP-1699). */
   polling(version: string): boolean {
-    return this.options.legacyPolling || version >= FIRST_POLLING_VERSION;
+    return this.options.pollPre20251125Clients || version >= FIRST_POLLING_VERSION;
   }
 
   /** What the store holds of a stream after `afterSeq`; `undefined` when the store failed (reported). */
