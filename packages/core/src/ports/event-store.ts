@@ -63,16 +63,16 @@ export interface EventStore {
    * Optional: this instance writes nothing more to a stream, though what is stored of it stays
    * (its client, or another instance, may still read it). With `streamId`, one stream the engine
    * is done with: answered, its requests cancelled, or never put on the wire. Without, every stream
-   * of a session that ended here: deleted, expired, evicted at the cap, handed off (draining, or
-   * taken over by another instance), a shared cluster's copy let go. A store that keeps what an
+   * of a session whose copy is gone from here: the session ended (deleted, expired), or this
+   * instance let it go (its cap, a drain's hand-off, a peer's take-over, a shared copy). A store that keeps what an
    * instance writes alive (the Redis store refreshes its streams' TTL) stops doing so, and what is
    * stored then ages out by the store's own retention.
    *
    * Synchronous, without I/O, and must not throw: it is called as the stream or session ends,
-   * once each. The engine appends nothing more to what it let go; a store may take a later append
-   * as making the stream live again. The memory store has no such state and does not implement it.
+   * once each. The engine appends nothing more to it; a store may take a later append as making
+   * the stream live again. The memory store has no such state and does not implement it.
    */
-  letGo?(sessionId: string, streamId?: string): void;
+  doneWriting?(sessionId: string, streamId?: string): void;
   /**
    * Optional, for sessions restored on another instance: the session's request streams whose final
    * frame was never stored, with their last seq and the requests they carried. When the instance
