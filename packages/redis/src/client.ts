@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
+import { pauseBefore, REDIS_RECONNECT_MS } from '@mcp-kit/core/internal';
 
 /**
  * A primary with replicas behind Redis Sentinel: the client asks the Sentinels where the primary
@@ -61,7 +62,7 @@ export function createRedisClient(target: string | RedisSentinelTarget, options:
     // In-flight commands fail at the first disconnect instead of being replayed later, out of order.
     maxRetriesPerRequest: 0,
     commandTimeout: commandTimeoutMs,
-    retryStrategy: (times) => Math.min(100 * times, 2_000),
+    retryStrategy: (times) => pauseBefore(REDIS_RECONNECT_MS, times - 1),
     connectionName: options.connectionName,
     // ioredis 6 registers for Smart Client Handoff notices (RESP3 pushes of Redis Enterprise and
     // Redis Cloud) by default. Inside an announced maintenance it lets a command wait 10 s, not

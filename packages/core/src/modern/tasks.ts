@@ -8,7 +8,7 @@ import { MemoryTaskStore, TaskStoreFullError } from '../tasks/memory-store.js';
 import { RunningTask } from './running-task.js';
 import { readBy, UnreadResults } from './unread-results.js';
 import { asError } from '../util/errors.js';
-import { failureOf, retriedWhile } from '../util/retry.js';
+import { triedWhile } from '../util/retry.js';
 import { callTooLong, outlive } from '../engine/call-lifetime.js';
 import type { ResolvedOptions } from '../options.js';
 import type { ListenStreams } from './listen.js';
@@ -265,8 +265,7 @@ async function readThroughOutage<T>(read: () => Promise<T>, res: CoreResponder):
   const attempt = async () => {
     value = await read();
   };
-  const error = await failureOf(attempt());
-  const last = error === undefined ? undefined : await retriedWhile(attempt, error, () => !gone && Date.now() < until);
+  const last = await triedWhile(attempt, () => !gone && Date.now() < until);
   if (last !== undefined) throw last;
   return value as T;
 }

@@ -4,7 +4,7 @@ import { isStreamGap, isStreamTakenOver, type EventStore, type StreamKey } from 
 import type { CloseReason } from '../telemetry/events.js';
 import type { TelemetryHub } from '../telemetry/hub.js';
 import { asError } from '../util/errors.js';
-import { brieflyRetried, failureOf, retriedWhile } from '../util/retry.js';
+import { failureOf, retriedWhile, withBriefRetries } from '../util/retry.js';
 import type { SseConnection } from './connection.js';
 import { messageEvent, primingEvent } from './frames.js';
 
@@ -99,7 +99,7 @@ export class Stream {
   register(store: EventStore): void | Promise<void> {
     const create = () => store.createStream(this.key, this.kind === 'request' ? this.pending : undefined);
     const created = create();
-    return created === undefined ? undefined : Promise.resolve(created).catch(() => brieflyRetried(create));
+    return created === undefined ? undefined : withBriefRetries(create, created);
   }
 
   /** Whether a store write is still on its way (an asynchronous store). */
