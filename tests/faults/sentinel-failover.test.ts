@@ -177,9 +177,9 @@ async function failover(options: { replicationLagMs?: number } = {}): Promise<vo
     expect(o.error?.message, `${o.client} call ${o.call}\n${outputs()}`).toContain(LOST_EVENTS);
   expect([...statuses.keys()].filter((st) => st >= 500 && st !== 502 && st !== 503)).toEqual([]);
   expect(requests.filter((r) => r.status === 404)).toEqual([]);
-  // Forwarding: every instance lived through the failover, so no session changed hands. (Before,
-  // the first instance back took over the sessions of peers not back yet, whose heartbeat keys
-  // had expired during the failover, and answered their calls with the lost-instance error.)
+  // Forwarding: every instance lived through the failover, so no session changed hands: the first
+  // instance back must not take over the sessions of peers not back yet, whose heartbeat keys
+  // expired during the failover, and answer their calls with the lost-call error.
   if (CLUSTER_MODE === 'forward') {
     const restored = instances.flatMap((i, n) => i.output.slice(outputFrom[n]).match(/restored session \S+/g) ?? []);
     expect(restored, outputs()).toEqual([]);
@@ -205,13 +205,12 @@ describe('a Sentinel failover: the primary killed while the clients poll', () =>
 
   // Replication is asynchronous: the promoted replica lacks the frames the primary acknowledged in
   // its last 300 ms, and the Redis store's APPEND refuses every later frame of those streams
-  // (StreamGap: "frame N of this stream is not stored yet"), however often it is tried. Before
-  // 34f0f9c each such stream retried for as long as its session lived and 12 of 12 calls waited to
-  // their timeout. Then, until the call's end was stored past the gap (appendFinalAfterLoss) and
-  // a resume the owner ends was primed with the client's cursor, 12 clients met a timeout in 1 run
-  // of 9 and 36 clients (LONG=1) in 4 of 4 (8 to 27 calls of 36): a resume a peer served followed a
-  // live tail the owner never ended, and one the owner took got a connection with no priming
-  // event, after which SDK v1 came back with no Last-Event-ID at all (a new standalone stream).
+  // (StreamGap: "frame N of this stream is not stored yet"), however often it is tried. What can
+  // leave a client to its timeout there: a writer that retries such a stream for as long as its
+  // session lives; a call's end not stored past the gap (appendFinalAfterLoss), so that a resume a
+  // peer serves follows a live tail the owner never ends; a resume the owner ends on a connection
+  // with no priming event, after which SDK v1 comes back with no Last-Event-ID at all (a new
+  // standalone stream).
   it('replication 300 ms late: the calls whose acknowledged frames the promoted replica lacks end with the lost-events error', async () => {
     await failover({ replicationLagMs: 300 });
   }, 90_000);

@@ -48,7 +48,7 @@ export interface RedisClientOptions {
  *   would take 8 s).
  * - Commands sent while a connection that was reset is made again wait for it
  *   ({@link rideOutReconnects}) instead of failing with "Stream isn't writeable": a new call's
- *   `POST` no longer gets a 503 because one connection dropped.
+ *   `POST` does not get a 503 because one connection dropped.
  *
  * `target` is a `redis://` URL, or the Sentinels of a primary with replicas
  * ({@link RedisSentinelTarget}): the same settings, and each reconnect asks the Sentinels where the

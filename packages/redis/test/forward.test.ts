@@ -190,7 +190,7 @@ describe('HttpForwarder', () => {
     await f.forward(url, { method: 'POST', headers: {}, body: '{}' }, recorder().responder);
     const { rec, responder } = recorder();
     await f.forward(url, { method: 'POST', headers: {}, body: '{}' }, responder);
-    // Before: "socket hang up", and the draining instance that handed the request over answered 503.
+    // Not "socket hang up", for which the draining instance that handed the request over would answer 503.
     expect(rec.sent?.status).toBe(200);
     expect(rec.sent?.body).toBe('{"n":3}');
     expect(sockets[1]).toBe(sockets[0]);
