@@ -17,16 +17,32 @@ export class StreamTakenOver extends Error {
 }
 
 /**
- * Whether `error` is a store's refusal of a frame whose predecessor `missingSeq` it does not hold
- * (the Redis store's `StreamGap`), by name and field. Passing while that frame's own write is on its
- * way; for good once the writer had `missingSeq` acknowledged: the store lost it (a failover to a
- * replica it had not reached), and no later frame of the stream can ever be stored.
+ * What `append` throws for a frame whose predecessor the store does not hold; `missingSeq` is the
+ * first frame missing. Passing while that frame's own write is still on its way (a writer's first
+ * try of a frame goes out at once, before the retry of one before it). For good once the writer
+ * had `missingSeq` acknowledged: the store lost it (a failover to a replica it had not reached,
+ * replication being asynchronous), and no later frame of the stream can ever be stored (invariant:
+ * no-hole). The writer tells which.
  */
-export function isStreamGap(error: unknown): error is Error & { missingSeq: number } {
+export class StreamGap extends Error {
+  override readonly name = 'StreamGap';
+  constructor(
+    message: string,
+    readonly missingSeq: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Whether `error` is a {@link StreamGap}, by name and field: a store's package may load another
+ * copy of this one (its CommonJS build beside the app's ES module one), whose class is another.
+ */
+export function isStreamGap(error: unknown): error is StreamGap {
   return error instanceof Error && error.name === 'StreamGap' && typeof (error as { missingSeq?: unknown }).missingSeq === 'number';
 }
 
-/** Whether `error` is a {@link StreamTakenOver}, by name: a store may come with its own copy of this package. */
+/** Whether `error` is a {@link StreamTakenOver}, by name, as {@link isStreamGap}. */
 export function isStreamTakenOver(error: unknown): boolean {
   return error instanceof Error && error.name === 'StreamTakenOver';
 }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { StreamGap } from './stream-gap.js';
+import { StreamGap } from '@mcp-kit/core';
 
 /** A frame handed to the store and not stored yet. */
 interface Pending {
