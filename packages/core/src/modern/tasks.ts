@@ -9,7 +9,8 @@ import { RunningTask } from './running-task.js';
 import { readBy, UnreadResults } from './unread-results.js';
 import { asError } from '../util/errors.js';
 import { triedWhile } from '../util/retry.js';
-import { callTooLong, outlive } from '../engine/call-lifetime.js';
+import { outlive } from '../engine/call-lifetime.js';
+import { callTooLong, TASK_SERVER_SHUT_DOWN, taskInstanceLost } from '../http/call-errors.js';
 import type { ResolvedOptions } from '../options.js';
 import type { ListenStreams } from './listen.js';
 import { TASKS_EXTENSION } from './discover.js';
@@ -224,7 +225,7 @@ export class Tasks implements TaskSignalListener {
       void Promise.resolve(
         this.ctx.options.taskStore.update(task.taskId, {
           status: 'failed',
-          error: { code: -32603, message: 'the server running this task shut down' },
+          error: TASK_SERVER_SHUT_DOWN,
         }),
       ).catch(() => {});
     }
@@ -241,7 +242,7 @@ export class Tasks implements TaskSignalListener {
     if (TERMINAL_STATUSES.has(task.status) || task.owner === this.ctx.instanceId) return task;
     const alive = await this.ctx.options.cluster?.instanceAlive?.(task.owner);
     if (alive !== false) return task;
-    const error = { code: -32603, message: `the server instance running this task (${task.owner}) was lost; its work did not finish` };
+    const error = taskInstanceLost(task.owner);
     await store.update(taskId, { status: 'failed', error, statusMessage: error.message });
     this.report(taskId, 'failed');
     return (await store.get(taskId)) ?? task;
