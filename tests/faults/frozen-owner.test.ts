@@ -1,9 +1,10 @@
 /**
  * A session's owner frozen (SIGSTOP: a paused VM, a serverless freeze, a stop-the-world stall)
- * while a peer forwards to it (issue 27, item 2). Before, the peer's forward waited for as long as
- * the owner was frozen: a connect timer guards only a new connection (a reused keep-alive socket,
- * or the kernel's accept queue of a frozen process, connects at once), nothing bounded the wait
- * for the answer's head, and a relayed SSE stream went silent with its client for as long.
+ * while a peer forwards to it (invariants: at-most-once, come-back-later). The peer's forward must
+ * not wait for as long as the owner is frozen: a connect timer guards only a new connection (a
+ * reused keep-alive socket, or the kernel's accept queue of a frozen process, connects at once), so
+ * the wait for the answer's head is bounded too, and a relayed SSE stream must not go silent with
+ * its client for as long.
  *
  * Two express-example instances in forwarding mode, no proxy in the way of the raw requests:
  * node-1 owns the sessions, node-0 forwards to it on keep-alive sockets it used just before.

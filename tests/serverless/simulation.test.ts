@@ -1,5 +1,5 @@
 /**
- * Issue 21: a serverless platform, simulated (packages/testbed/src/serverless.ts). Three instances (two
+ * A serverless platform, simulated (packages/testbed/src/serverless.ts). Three instances (two
  * `next start`, one express-example) in a shared cluster, no route between them, one
  * redis-server, behind a proxy that picks a random instance per request and freezes (`SIGSTOP`)
  * every instance with no request in flight and nothing in `waitUntil`. 50 clients of both eras
