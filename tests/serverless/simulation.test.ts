@@ -6,6 +6,7 @@
  * (tests/serverless/workload.ts): every step once and in order, every result, no 404, no 5xx.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { seedFor } from '../reliability/random.js';
 import { startServerless, type ServerlessPlatform } from '../support/serverless.js';
 import { figures, legacyClient, taskClient } from './workload.js';
 
@@ -20,6 +21,8 @@ beforeAll(async () => {
     // A 3 s heartbeat window: four lanes of npm test on two cores once starved an instance past 900 ms
     // (HEARTBEAT_MS 300), and its running task was declared lost.
     env: { HEARTBEAT_MS: '1000', RETRY_MS: '100' },
+    // The proxy's dice: `SEED=` replays a run's choice of instance per request.
+    seed: seedFor('serverless simulation'),
   });
 }, 60_000);
 
