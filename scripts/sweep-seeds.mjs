@@ -1,0 +1,135 @@
+#!/usr/bin/env node
+// Runs every randomized test over many seeds, one `vitest run` per test file and seed (`SEED=<n>`,
+// the way a failure is replayed), and reports each failure with the seed that replays it. Not a CI
+// stage: a sweep takes hours. Run it niced on a shared machine, with its output in a file:
+//
+//   nice -n 19 node scripts/sweep-seeds.mjs > .tmp/sweep.log 2>&1 &     # the light tier, 200 seeds each
+//   nice -n 19 node scripts/sweep-seeds.mjs --tier heavy                  # the Redis and cluster suites, a few seeds each
+//   node scripts/sweep-seeds.mjs --only chaos --seeds 20                  # one target, fewer seeds
+//   node scripts/sweep-seeds.mjs --file tests/x.test.ts --pattern 'name'  # any file (and test name)
+//
+// Light targets run in seconds per seed and are swept whole. Heavy ones start redis-server and
+// built instances (a minute or more per seed): they run over fewer seeds, and what their seed
+// decides is forced where it matters (see each test), so a few seeds check the rest. The seeds are
+// the same on every sweep: the first is the one that once failed the chaos test in a fresh clone,
+// the others spread over 32 bits. Logs of failed runs go to `.tmp/sweep/`.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const vitest = join(root, 'node_modules', '.bin', 'vitest');
+
+/**
+ * Every test that draws from a seed (`seedFor` in tests/reliability/random.ts). `pattern` keeps a
+ * file's tests that draw nothing out of the sweep; `seeds` is the heavy tier's default count.
+ */
+const TARGETS = [
+  { name: 'chaos', tier: 'light', file: 'tests/reliability/chaos.test.ts' },
+  { name: 'fuzz', tier: 'light', file: 'tests/reliability/fuzz.test.ts' },
+  { name: 'fuzz-modern', tier: 'light', file: 'tests/reliability/fuzz-modern.test.ts' },
+  { name: 'tasks-chaos', tier: 'light', file: 'tests/reliability/tasks-chaos.test.ts' },
+  { name: 'isolation', tier: 'light', file: 'tests/reliability/isolation.test.ts', pattern: 'Last-Event-ID from another session' },
+  { name: 'command-faults', tier: 'heavy', file: 'tests/faults/command-faults.test.ts', seeds: 5 },
+  { name: 'pause', tier: 'heavy', file: 'tests/faults/pause.test.ts', seeds: 5 },
+  { name: 'redis-outage', tier: 'heavy', file: 'tests/faults/redis-outage.test.ts', seeds: 3 },
+  { name: 'redis-restart', tier: 'heavy', file: 'tests/faults/redis-restart.test.ts', seeds: 3 },
+  { name: 'redis-network', tier: 'heavy', file: 'tests/faults/redis-network.test.ts', seeds: 3 },
+  { name: 'sentinel-failover', tier: 'heavy', file: 'tests/faults/sentinel-failover.test.ts', seeds: 3 },
+  { name: 'rolling-restart', tier: 'heavy', file: 'tests/cluster/rolling-restart.test.ts', seeds: 3 },
+  { name: 'serverless', tier: 'heavy', file: 'tests/serverless/simulation.test.ts', seeds: 3 },
+];
+
+function parseArgs(argv) {
+  const args = { tier: 'light', seeds: undefined, only: undefined, timeoutMs: 20 * 60_000 };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, value = argv[++i]] = argv[i].split('=', 2);
+    if (flag === '--tier') args.tier = value;
+    else if (flag === '--seeds') args.seeds = Number(value);
+    else if (flag === '--only') args.only = value.split(',');
+    else if (flag === '--timeout-min') args.timeoutMs = Number(value) * 60_000;
+    else if (flag === '--file') args.file = value;
+    else if (flag === '--pattern') args.pattern = value;
+    else throw new Error(`unknown argument ${argv[i]} (see the head of scripts/sweep-seeds.mjs)`);
+  }
+  return args;
+}
+
+/** Seed number `k` of every sweep: the fresh-clone failure first, then a Weyl sequence over 32 bits. */
+function seedAt(k) {
+  return k === 0 ? 519725661 : Math.imul(k, 0x9e3779b1) >>> 0;
+}
+
+/** The tests a vitest JSON report says failed, each with the first lines of its first failure. */
+function failuresIn(reportFile) {
+  let report;
+  try {
+    report = JSON.parse(readFileSync(reportFile, 'utf8'));
+  } catch {
+    return undefined;
+  }
+  return report.testResults.flatMap((file) =>
+    file.assertionResults
+      .filter((t) => t.status === 'failed')
+      .map((t) => ({ test: t.fullName, message: (t.failureMessages[0] ?? '').split('\n').slice(0, 3).join(' ⏎ ') })),
+  );
+}
+
+const args = parseArgs(process.argv.slice(2));
+const targets = args.file
+  ? [{ name: args.file.replace(/^.*\/|\.test\.ts$/g, ''), tier: 'light', file: args.file, pattern: args.pattern }]
+  : TARGETS.filter((t) => (args.only ? args.only.includes(t.name) : args.tier === 'all' || t.tier === args.tier));
+if (targets.length === 0) throw new Error(`no target: --only ${args.only ?? '-'} --tier ${args.tier}`);
+const logs = join(root, '.tmp', 'sweep');
+mkdirSync(logs, { recursive: true });
+
+const summary = [];
+for (const target of targets) {
+  const n = args.seeds ?? (target.tier === 'light' ? 200 : target.seeds);
+  const failed = [];
+  let ran = 0;
+  const started = performance.now();
+  console.log(`\n▶ ${target.name}: ${target.file}${target.pattern ? ` -t "${target.pattern}"` : ''}, ${n} seeds`);
+  for (let k = 0; k < n; k++) {
+    const seed = seedAt(k);
+    const report = join(logs, `${target.name}-${seed}.json`);
+    const vitestArgs = ['run', target.file, '--reporter=dot', '--reporter=json', `--outputFile.json=${report}`];
+    if (target.pattern) vitestArgs.push('-t', target.pattern);
+    const t0 = performance.now();
+    const r = spawnSync(vitest, vitestArgs, {
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, SEED: String(seed) },
+      timeout: args.timeoutMs,
+      killSignal: 'SIGKILL',
+      maxBuffer: 256 * 1024 * 1024,
+    });
+    ran++;
+    const seconds = ((performance.now() - t0) / 1000).toFixed(1);
+    const failures = failuresIn(report) ?? [{ test: '(no report)', message: r.error ? String(r.error) : `exit ${r.status}` }];
+    if (r.status !== 0 && failures.length === 0)
+      failures.push({ test: '(run)', message: `exit ${r.status}, no failed test in the report` });
+    if (failures.length === 0) {
+      console.log(`  seed ${k + 1}/${n} SEED=${seed} ✓ ${seconds} s`);
+      rmSync(report, { force: true });
+      continue;
+    }
+    const log = join(logs, `${target.name}-${seed}.log`);
+    writeFileSync(log, `${r.stdout}\n${r.stderr}`);
+    failed.push({ seed, failures, log });
+    for (const f of failures) console.log(`  seed ${k + 1}/${n} SEED=${seed} ✗ ${seconds} s ${f.test}: ${f.message}`);
+  }
+  const minutes = ((performance.now() - started) / 60_000).toFixed(1);
+  summary.push({ target: target.name, seeds: ran, failedSeeds: failed.map((f) => f.seed), minutes, failed });
+  console.log(
+    `◀ ${target.name}: ${ran} seeds, ${failed.length} failed${failed.length ? ` (SEED=${failed.map((f) => f.seed).join(', ')})` : ''}, ${minutes} min`,
+  );
+}
+
+writeFileSync(join(logs, 'summary.json'), JSON.stringify(summary, null, 2));
+console.log('\nsweep summary (target: seeds run, failed seeds):');
+for (const s of summary)
+  console.log(`  ${s.target}: ${s.seeds}, ${s.failedSeeds.length ? s.failedSeeds.join(' ') : 'none'} (${s.minutes} min)`);
+process.exit(summary.some((s) => s.failedSeeds.length > 0) ? 1 : 0);
