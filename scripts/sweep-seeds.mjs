@@ -3,14 +3,16 @@
 // the way a failure is replayed), and reports each failure with the seed that replays it. Not a CI
 // stage: a sweep takes hours. Run it niced on a shared machine, with its output in a file:
 //
-//   nice -n 19 node scripts/sweep-seeds.mjs > .tmp/sweep.log 2>&1 &     # the light tier, 200 seeds each
+//   nice -n 19 node scripts/sweep-seeds.mjs > .tmp/sweep.log 2>&1 &     # the light tier: Express and Koa, 200 seeds each
+//   nice -n 19 node scripts/sweep-seeds.mjs --tier next                   # the same files on next start, 20 seeds each
 //   nice -n 19 node scripts/sweep-seeds.mjs --tier heavy                  # the Redis and cluster suites, a few seeds each
+//   nice -n 19 node scripts/sweep-seeds.mjs --tier all                    # all three
 //   node scripts/sweep-seeds.mjs --only chaos --seeds 20                  # one target, fewer seeds
 //   node scripts/sweep-seeds.mjs --file tests/x.test.ts --pattern 'name'  # any file (and test name)
 //
-// Light targets run in seconds per seed and are swept whole. Heavy ones start redis-server and
-// built instances (a minute or more per seed): they run over fewer seeds, and what their seed
-// decides is forced where it matters (see each test), so a few seeds check the rest. The seeds are
+// Light targets run in seconds per seed. Heavy ones start redis-server and built instances (a
+// minute or more per seed): they run over fewer seeds, and what their seed decides is forced where
+// it matters (see each test), so a few seeds check the rest. The seeds are
 // the same on every sweep: the first is the one that once failed the chaos test in a fresh clone,
 // the others spread over 32 bits. A seed that fails is run once more, and the report says whether
 // it failed again. Logs of failed runs go to `.tmp/sweep/`.
@@ -23,16 +25,27 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const vitest = join(root, 'node_modules', '.bin', 'vitest');
 
+/** Test names of the in-process adapters (vitest's -t matches `<describe> <test>`, `$name` quoted). */
+const IN_PROCESS = "'(express|koa)";
+const NEXT = "'next";
+
 /**
- * Every test that draws from a seed (`seedFor` in tests/reliability/random.ts). `pattern` keeps a
- * file's tests that draw nothing out of the sweep; `seeds` is the heavy tier's default count.
+ * Every test that draws from a seed (`seedFor` in tests/reliability/random.ts). `pattern` is
+ * vitest's -t: it keeps a file's tests that draw nothing out, and splits the adapters: the light
+ * tier runs Express and Koa in the test process, the next tier the same files against `next start`
+ * (a build, seconds per start), over fewer seeds; what the seed decides is the same for all three.
+ * `seeds` is a tier's default count.
  */
+const LIGHT = [
+  { name: 'chaos', file: 'tests/reliability/chaos.test.ts' },
+  { name: 'fuzz', file: 'tests/reliability/fuzz.test.ts' },
+  { name: 'fuzz-modern', file: 'tests/reliability/fuzz-modern.test.ts' },
+  { name: 'tasks-chaos', file: 'tests/reliability/tasks-chaos.test.ts' },
+  { name: 'isolation', file: 'tests/reliability/isolation.test.ts', pattern: 'a Last-Event-ID from another session' },
+];
 const TARGETS = [
-  { name: 'chaos', tier: 'light', file: 'tests/reliability/chaos.test.ts' },
-  { name: 'fuzz', tier: 'light', file: 'tests/reliability/fuzz.test.ts' },
-  { name: 'fuzz-modern', tier: 'light', file: 'tests/reliability/fuzz-modern.test.ts' },
-  { name: 'tasks-chaos', tier: 'light', file: 'tests/reliability/tasks-chaos.test.ts' },
-  { name: 'isolation', tier: 'light', file: 'tests/reliability/isolation.test.ts', pattern: 'Last-Event-ID from another session' },
+  ...LIGHT.map((t) => ({ ...t, tier: 'light', seeds: 200, pattern: `${IN_PROCESS}.*${t.pattern ?? ''}` })),
+  ...LIGHT.map((t) => ({ ...t, name: `${t.name}-next`, tier: 'next', seeds: 20, pattern: `${NEXT}.*${t.pattern ?? ''}` })),
   { name: 'command-faults', tier: 'heavy', file: 'tests/faults/command-faults.test.ts', seeds: 5 },
   { name: 'pause', tier: 'heavy', file: 'tests/faults/pause.test.ts', seeds: 5 },
   { name: 'redis-outage', tier: 'heavy', file: 'tests/faults/redis-outage.test.ts', seeds: 3 },
@@ -112,7 +125,7 @@ mkdirSync(logs, { recursive: true });
 
 const summary = [];
 for (const target of targets) {
-  const n = args.seeds ?? (target.tier === 'light' ? 200 : target.seeds);
+  const n = args.seeds ?? target.seeds ?? 200;
   const failed = [];
   let ran = 0;
   const started = performance.now();
