@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startServerless, type ServerlessPlatform } from '@mcp-kit/testbed/serverless';
 import { figures, legacyClient, taskClient } from '@mcp-kit/testbed/serverless-workload';
+import { seedFor } from '@mcp-kit/testbed/random';
 
 const LEGACY_CLIENTS = 30;
 const TASK_CLIENTS = 20;
@@ -20,6 +21,8 @@ beforeAll(async () => {
     // A 3 s heartbeat window: four lanes of npm test on two cores once starved an instance past 900 ms
     // (HEARTBEAT_MS 300), and its running task was declared lost.
     env: { HEARTBEAT_MS: '1000', RETRY_MS: '100' },
+    // The proxy's dice: `SEED=` replays a run's choice of instance per request.
+    seed: seedFor('serverless simulation'),
   });
 }, 60_000);
 
