@@ -1,7 +1,7 @@
 // ClusterRecords: a session's record in the cluster lives at least `sessionIdleTtlMs` past the
 // session's last activity, whether this instance still holds the session or let it go, for one
 // batch of `keepRecords` per interval, not one command per request.
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { EventStore, SessionCluster } from '../src/index.js';
 import { resolveOptions } from '../src/options.js';
 import { ClusterRecords } from '../src/session/records.js';
@@ -12,6 +12,9 @@ const EVERY = 60_000; // a quarter of the TTL, at most a minute
 const SLACK = TTL / 100;
 
 function setUp() {
+  // One clock for the saves and the test: a millisecond passing between them must not make a save count as fresh.
+  const now = Date.now();
+  vi.spyOn(Date, 'now').mockReturnValue(now);
   const kept: string[][] = [];
   const saved: string[] = [];
   const cluster = {
@@ -54,13 +57,9 @@ function setUp() {
 }
 
 describe('ClusterRecords.keepAlive', () => {
-  // The records count their first interval from when they were made: the clock stands still, so
-  // a millisecond between that and the test's `start` cannot move an interval's edge.
-  beforeEach(() => {
-    vi.useFakeTimers({ toFake: ['Date'] });
-    vi.setSystemTime(1_800_000_000_000);
+  afterEach(() => {
+    vi.restoreAllMocks();
   });
-  afterEach(() => vi.useRealTimers());
 
   it('keeps alive, once per interval, the records of sessions active since the last batch; not one saved about when it was last active', async () => {
     const { records, session, kept, saved } = setUp();

@@ -1,4 +1,5 @@
 import { Cluster, type ClusterOptions, type Redis, type RedisOptions } from 'ioredis';
+import { pauseBefore, REDIS_RECONNECT_MS } from '@mcp-kit/core/internal';
 import { dropSilentConnections } from './client-repairs.js';
 
 /**
@@ -63,7 +64,7 @@ export function createClusterClient(target: RedisClusterTarget, settings: Cluste
   const cluster = new Cluster(target.nodes, {
     enableOfflineQueue: false,
     redisOptions,
-    clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
+    clusterRetryStrategy: (times) => pauseBefore(REDIS_RECONNECT_MS, times - 1),
     slotsRefreshTimeout: commandTimeoutMs,
     // A slot moved or a replica promoted is found by this read as well as by the next MOVED: the
     // sharded subscribers follow their channels' slots from it (see sharded-subscriber.ts).

@@ -4,7 +4,7 @@
  * one real redis-server, every command each instance sends is watched: for each `EVALSHA`/`EVAL`
  * the slots of the keys it names, for each `MULTI … EXEC` those of the commands inside, computed
  * here as the cluster specification does (CRC16/XMODEM of the key's hash tag, modulo 16384).
- * Both modes are driven through what touches Redis: sessions made, written, taken over or copied,
+ * Both modes are driven through what touches Redis: sessions made, written, taken over or restored,
  * records saved and changed, the bus, a data loss and the beats after it, tasks, the end.
  * The same scenarios run a second time on a real Redis Cluster (3 masters, 3 replicas): there a
  * script that touched a key it did not name, or keys of two slots, fails (`CROSSSLOT`, or "Script

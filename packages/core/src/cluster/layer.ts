@@ -6,7 +6,7 @@ import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { JSONRPCMessage } from '../ports/mcp.js';
 import type { Session } from '../session/session.js';
 import { asError, settle } from '../util/errors.js';
-import { brieflyRetried } from '../util/retry.js';
+import { withBriefRetries } from '../util/retry.js';
 import { rejected, type ClusterPort, type SessionResolution } from '../engine/cluster-port.js';
 import type { EngineContext } from '../engine/context.js';
 import { forwardOrTakeOver } from './forward.js';
@@ -134,9 +134,7 @@ export class ClusterLayer extends ClusterState implements ClusterPort {
   async claim(session: Session): Promise<void> {
     // Tried again at once on a blip.
     const claiming = () => this.cluster.claim(session.sessionId as string, session.principal);
-    await Promise.resolve()
-      .then(claiming)
-      .catch(() => brieflyRetried(claiming));
+    await withBriefRetries(claiming);
   }
 
   async admit(holder: string | undefined, sessionId: string): Promise<Rejection | undefined> {
@@ -146,9 +144,7 @@ export class ClusterLayer extends ClusterState implements ClusterPort {
     let waitMs: number;
     try {
       // Counting the same new session twice is harmless (a sorted set's member): tried again at once on a blip.
-      waitMs = await Promise.resolve()
-        .then(admit)
-        .catch(() => brieflyRetried(admit));
+      waitMs = await withBriefRetries(admit);
     } catch (error) {
       this.ctx.options.onError(asError(error, 'cluster admitSession failed'));
       return unavailable('the session directory');

@@ -3,7 +3,7 @@ import { checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import type { SessionOwner, TakeOver } from '../ports/cluster.js';
 import type { CoreRequest } from '../ports/http.js';
 import { asError } from '../util/errors.js';
-import { brieflyRetried } from '../util/retry.js';
+import { withBriefRetries } from '../util/retry.js';
 import type { EngineContext } from '../engine/context.js';
 import { rejected, type SessionResolution } from '../engine/cluster-port.js';
 import { answerLostCalls } from './lost-calls.js';
@@ -24,7 +24,7 @@ export async function locate(ctx: EngineContext, req: CoreRequest, sessionId: st
   if (cluster.shared) return restore(ctx, req, sessionId, principal);
   let owner: SessionOwner | undefined;
   try {
-    owner = await cluster.lookupOwner(sessionId).catch(() => brieflyRetried(() => cluster.lookupOwner(sessionId)));
+    owner = await withBriefRetries(() => cluster.lookupOwner(sessionId));
   } catch (error) {
     ctx.options.onError(asError(error, 'cluster lookupOwner failed'));
     return rejected(unavailable('the session directory'));
@@ -50,11 +50,7 @@ export async function restore(
     // Shared, taking a copy only reads the session's record: a read that failed (a command timed
     // out, its connection was reset) is tried again before the 503 that ends an SDK client's call,
     // as an owner lookup is. Forwarding, the take-over is a compare-and-set that may have happened.
-    taken = await (cluster.shared
-      ? Promise.resolve()
-          .then(take)
-          .catch(() => brieflyRetried(take))
-      : take());
+    taken = await (cluster.shared ? withBriefRetries(take) : take());
   } catch (error) {
     ctx.options.onError(asError(error, 'cluster takeOver failed'));
     return rejected(unavailable('the session directory'));

@@ -1,5 +1,6 @@
 import type { ClusterMessage } from '../ports/cluster.js';
-import { answerAndCancel, LOST_EVENTS } from '../session/end-calls.js';
+import { answerAndCancel } from '../session/end-calls.js';
+import { LOST_EVENTS } from '../http/call-errors.js';
 import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
 import { RECORDED_METHODS } from '../session/record.js';
 import type { Session } from '../session/session.js';

@@ -2,6 +2,7 @@ import { foreignPrincipal, reject, sessionNotFound, unavailable, ErrorCode } fro
 import { checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import type { CoreRequest } from '../ports/http.js';
 import { asError } from '../util/errors.js';
+import { OWNERSHIP_RECHECKS_MS } from '../util/retry.js';
 import { rejected, type SessionResolution } from './cluster-port.js';
 import type { EngineContext } from './context.js';
 
@@ -44,13 +45,6 @@ export function resolveSession(
   session.touch();
   return { kind: 'local', session };
 }
-
-/**
- * Pauses before each new ownership check after one failed: a slow or resetting network to Redis
- * fails one (each is bounded by the cluster's check timeout), and a `503` ends an SDK client's
- * call, so the request waits through a few (about 10 s at most) before it is refused.
- */
-const OWNERSHIP_RECHECKS_MS = [100, 500, 1_000];
 
 /** Resolves the request again once the cluster knows which sessions are still this instance's. */
 async function afterOwnershipCheck(

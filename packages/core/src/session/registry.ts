@@ -255,7 +255,7 @@ export class SessionRegistry {
     this.sessions.delete(id);
     const { eventStore, cluster, onError, telemetry } = this.options;
     // Nothing more is written here to its streams, whether it ends or lives on elsewhere (issue 27, item 8).
-    eventStore.letGo?.(id);
+    eventStore.doneWriting?.(id);
     if (telemetry.on) telemetry.sessionEvent('session.close', id, { reason });
     // Handed off: its events and record stay for the next instance (see handOff).
     if (reason === 'handoff') return;

@@ -97,7 +97,7 @@ export class StreamRoutes {
   complete(stream: Stream, options: { retryMs: number; eventStore: EventStore }, cancelled = false): void {
     this.letLive(stream);
     this.byId.delete(stream.id);
-    if (stream.resumable) options.eventStore.letGo?.(stream.key.sessionId, stream.id);
+    if (stream.resumable) options.eventStore.doneWriting?.(stream.key.sessionId, stream.id);
     if (stream.polling && !stream.connection && !(cancelled && stream.answeredAway === undefined)) {
       const now = Date.now();
       // Bounded by time as they come, not only when asked (see awaiting): those overdue go, oldest first.
@@ -148,7 +148,7 @@ export class StreamRoutes {
   /** Forgets a stream that never went on the wire (the store, which may have registered it, is told). */
   remove(stream: Stream, store: EventStore): void {
     this.byId.delete(stream.id);
-    store.letGo?.(stream.key.sessionId, stream.id);
+    store.doneWriting?.(stream.key.sessionId, stream.id);
     for (const id of stream.pending) this.byRequest.delete(id);
     if (this.standalone === stream) this.standalone = undefined;
   }
