@@ -121,7 +121,7 @@ export class McpHandler {
     await ctx.modern.close();
     await ctx.cluster?.leave(ctx.options.retryMs);
     ctx.clusterClosed = true;
-    await ctx.options.cluster?.close?.();
+    await ctx.options.cluster?.directory.close?.();
     await ctx.options.eventStore.close?.();
     await ctx.options.taskStore.close?.();
   }

@@ -195,9 +195,10 @@ export interface McpHandlerOptions {
   onError?: (error: Error) => void;
   /**
    * Several instances behind a load balancer without sticky sessions (e.g. `@mcp-kit/redis`):
-   * requests for a session another instance owns are forwarded to it, and a `GET` +
-   * `Last-Event-ID` is served here from the shared `eventStore`. Needs an `eventStore` all
-   * instances share. Ignored in stateless mode. Default: none (sessions live on one instance).
+   * requests for a session another instance owns are forwarded to it (forwarding mode), or served
+   * here with a copy restored from its record (shared mode), and a `GET` + `Last-Event-ID` of a
+   * stream written elsewhere is served here from the shared `eventStore`. Needs an `eventStore`
+   * all instances share. Ignored in stateless mode. Default: none (sessions live on one instance).
    */
   cluster?: SessionCluster;
   /** An OAuth 2.1 resource server: every request needs a bearer token (see {@link AuthOptions}). Default: none. */
@@ -286,13 +287,26 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     allowedOrigins: (options.allowedOrigins ?? allowedHosts).map((o) => o.toLowerCase().replace(/\/$/, '')),
     legacyPolling: options.legacyPolling ?? false,
     onError,
-    cluster: options.stateless ? undefined : options.cluster,
+    cluster: options.stateless ? undefined : resolveCluster(options.cluster),
     auth:
       options.auth === undefined
         ? undefined
         : createResourceServer(options.auth, { allowedHosts, clustered: options.cluster !== undefined && !options.stateless }, onError),
     telemetry: new TelemetryHub(onError),
   };
+}
+
+/**
+ * A cluster names its mode by what it gives beside its directory: `owners` (forwarding) or
+ * `copies` (shared), exactly one of them (the engine picks the mode's strategy from it, once).
+ */
+function resolveCluster(cluster: SessionCluster | undefined): SessionCluster | undefined {
+  if (cluster === undefined) return undefined;
+  if (typeof cluster?.directory !== 'object' || cluster.directory === null)
+    throw new TypeError(`${OWNER}: cluster must have a \`directory\` (a SessionCluster: see @mcp-kit/redis' createRedisScaleOut)`);
+  if ((cluster.owners === undefined) === (cluster.copies === undefined))
+    throw new TypeError(`${OWNER}: cluster must have either \`owners\` (forwarding mode) or \`copies\` (shared mode)`);
+  return cluster;
 }
 
 function resolveClientKey(clientKey: McpHandlerOptions['clientKey']): ResolvedOptions['clientKey'] {

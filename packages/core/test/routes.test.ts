@@ -9,8 +9,8 @@ import { expectedBack, StreamRoutes } from '../src/session/routes.js';
 import { Stream } from '../src/streams/stream.js';
 
 const RETRY_MS = 1_000;
-const letGo = vi.fn<NonNullable<EventStore['letGo']>>();
-const OPTIONS = { retryMs: RETRY_MS, eventStore: { letGo } as unknown as EventStore };
+const stopWriting = vi.fn<NonNullable<EventStore['stopWriting']>>();
+const OPTIONS = { retryMs: RETRY_MS, eventStore: { stopWriting } as unknown as EventStore };
 let n = 0;
 
 /** A polling request stream with no connection attached (its client is away). */
@@ -20,7 +20,7 @@ function awayStream(routes: StreamRoutes, ...ids: number[]): Stream {
 
 afterEach(() => {
   vi.restoreAllMocks();
-  letGo.mockClear();
+  stopWriting.mockClear();
 });
 
 describe('StreamRoutes: what a session awaits is bounded', () => {
@@ -56,7 +56,7 @@ describe('StreamRoutes: what a session awaits is bounded', () => {
     expect(routes.retained).toEqual({ streams: 0, requests: 0, awaited: 1, outliving: 0 });
     expect(routes.answersAwaited(mixed.id)?.ids).toEqual([2]);
     // No final frame is stored for a cancelled request: the store hears that nothing more comes.
-    expect(letGo.mock.calls).toEqual([
+    expect(stopWriting.mock.calls).toEqual([
       ['session', cancelled.id],
       ['session', mixed.id],
     ]);
@@ -67,6 +67,6 @@ describe('StreamRoutes: what a session awaits is bounded', () => {
     const stream = awayStream(routes, 1);
     routes.remove(stream, OPTIONS.eventStore);
     expect(routes.retained).toEqual({ streams: 0, requests: 0, awaited: 0, outliving: 0 });
-    expect(letGo.mock.calls).toEqual([['session', stream.id]]);
+    expect(stopWriting.mock.calls).toEqual([['session', stream.id]]);
   });
 });

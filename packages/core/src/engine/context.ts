@@ -10,6 +10,7 @@ import { Tasks } from '../modern/tasks.js';
 import { ModernServers } from '../modern/server-pool.js';
 import { SessionRegistry } from '../session/registry.js';
 import { InitializeAnswers } from '../session/initialize-answers.js';
+import { Arrivals } from '../session/arrivals.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import { brieflyRetried } from '../util/retry.js';
@@ -47,7 +48,7 @@ export class EngineContext {
    * Requests for a session on their way to it: found or being read from the cluster (a copy's
    * record, an owner's address), not yet a call the session runs. The drain waits for them.
    */
-  arriving = 0;
+  readonly arrivals = new Arrivals();
   /** Set once close() has let go of the cluster: from then on nothing can be handed over. */
   clusterClosed = false;
   /**
@@ -62,7 +63,7 @@ export class EngineContext {
     this.registry = new SessionRegistry(options);
     this.initializeAnswers = options.lazyServers ? new InitializeAnswers() : undefined;
     this.modern = new ModernServers(options, (message, principal) => this.listeners.publish(message, principal));
-    this.instanceId = options.cluster?.instanceId ?? randomId();
+    this.instanceId = options.cluster?.directory.instanceId ?? randomId();
     this.tasks = options.tasks ? new Tasks(this) : undefined;
     if (this.tasks) this.extensions[TASKS_EXTENSION] = {};
   }

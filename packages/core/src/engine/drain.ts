@@ -3,7 +3,7 @@ import type { Session } from '../session/session.js';
 import type { EngineContext } from './context.js';
 
 /** What a request that a draining instance will not serve hears (alone, or with no peer to hand it to). */
-export function draining(ctx: EngineContext): Rejection {
+export function turnedAway(ctx: EngineContext): Rejection {
   const retryAfter = String(Math.max(1, Math.ceil(ctx.options.retryMs / 1000)));
   return reject(503, ErrorCode.ServerError, 'Service Unavailable: this server instance is shutting down; retry', {
     'retry-after': retryAfter,
@@ -31,20 +31,20 @@ export async function drain(ctx: EngineContext, deadlineMs: number): Promise<voi
   const busy = (s: Session) => !s.idle || (!canHandOff && s.routes.awaiting(Date.now()));
   for (;;) {
     // Not while a request is on its way to its session: the session it found may look idle yet.
-    if (canHandOff && ctx.arriving === 0) {
-      await Promise.all(registry.idleSessions().map((session) => registry.handOff(session, options.retryMs)));
+    if (canHandOff && !ctx.arrivals.any) {
+      await Promise.all(registry.idleSessions().map((session) => registry.letGo(session, options.retryMs)));
     }
     // Still running here: a request on its way to its session, a session's call (or, alone, an
     // answer its client has yet to fetch), a 2026 request, a task (or, with the in-process task
     // store, a result its client has yet to read).
     const tasksBusy = (ctx.tasks?.running ?? 0) > 0 || (ctx.tasks?.awaitingRead(Date.now()) ?? false);
-    const running = ctx.arriving > 0 || [...registry.sessions.values()].some(busy) || ctx.modern.inFlight > 0 || tasksBusy;
+    const running = ctx.arrivals.any || [...registry.sessions.values()].some(busy) || ctx.modern.inFlight > 0 || tasksBusy;
     if (!running || Date.now() >= deadline) break;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   // What is left: idle sessions without a cluster (they end as at close), or calls past the deadline.
   const left = [...registry.sessions.values()];
-  if (canHandOff) await Promise.all(left.map((session) => registry.handOff(session, options.retryMs)));
+  if (canHandOff) await Promise.all(left.map((session) => registry.letGo(session, options.retryMs)));
   else for (const session of left) session.terminate(options.retryMs, 'shutdown');
   // What still flows through here for other instances (a followed resume, a relayed stream, a
   // listen stream) ends with the retry hint: its client comes back through a peer.

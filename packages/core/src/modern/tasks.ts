@@ -239,7 +239,7 @@ export class Tasks implements TaskSignalListener {
     const task = await store.get(taskId);
     if (!task || task.principal !== principal) return undefined;
     if (TERMINAL_STATUSES.has(task.status) || task.owner === this.ctx.instanceId) return task;
-    const alive = await this.ctx.options.cluster?.instanceAlive?.(task.owner);
+    const alive = await this.ctx.options.cluster?.directory.instanceAlive?.(task.owner);
     if (alive !== false) return task;
     const error = { code: -32603, message: `the server instance running this task (${task.owner}) was lost; its work did not finish` };
     await store.update(taskId, { status: 'failed', error, statusMessage: error.message });

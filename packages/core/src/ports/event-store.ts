@@ -63,16 +63,16 @@ export interface EventStore {
    * Optional: this instance writes nothing more to a stream, though what is stored of it stays
    * (its client, or another instance, may still read it). With `streamId`, one stream the engine
    * is done with: answered, its requests cancelled, or never put on the wire. Without, every stream
-   * of a session that ended here: deleted, expired, evicted at the cap, handed off (draining, or
-   * taken over by another instance), a shared cluster's copy let go. A store that keeps what an
+   * of a session whose copy closed here: ended (deleted, expired), or let go of (a cap, a drain, a
+   * peer that took it over, a copy in shared mode). A store that keeps what an
    * instance writes alive (the Redis store refreshes its streams' TTL) stops doing so, and what is
    * stored then ages out by the store's own retention.
    *
    * Synchronous, without I/O, and must not throw: it is called as the stream or session ends,
-   * once each. The engine appends nothing more to what it let go; a store may take a later append
+   * once each. The engine appends nothing more to what it stopped writing; a store may take a later append
    * as making the stream live again. The memory store has no such state and does not implement it.
    */
-  letGo?(sessionId: string, streamId?: string): void;
+  stopWriting?(sessionId: string, streamId?: string): void;
   /**
    * Optional, for sessions restored on another instance: the session's request streams whose final
    * frame was never stored, with their last seq and the requests they carried. When the instance
@@ -80,7 +80,7 @@ export interface EventStore {
    */
   unfinished?(sessionId: string): Promise<UnfinishedStream[]>;
   /**
-   * Optional, for `shared` clusters (see `SessionCluster.shared`): the instance that writes a
+   * Optional, for shared mode (see `SessionCopies`): the instance that writes a
    * request stream (the one the store was made for when {@link createStream} ran) and the
    * requests it carries; `undefined` when the store does not know. A resume served on another
    * instance checks that the writer still lives, and answers the call with an error when it does

@@ -28,7 +28,7 @@ export class StreamRoutes {
   private readonly awaited = new Map<string, AwaitedAnswers>();
   /** When the server last closed streams that completed while their client was away (telemetry). */
   private readonly closedWhileAway = new Map<string, number>();
-  /** Streams whose calls may outlive their response (serverless, issue 21): what lets each go. */
+  /** Streams whose calls may outlive their response (serverless: `waitUntil`, `maxCallDurationMs`): what lets each go. */
   private outliving: Map<Stream, () => void> | undefined;
 
   add(stream: Stream): Stream {
@@ -61,7 +61,7 @@ export class StreamRoutes {
     return this.byId.size;
   }
 
-  /** How much each of its maps holds (tests: bounded by what is live, issue 27, item 8). */
+  /** How much each of its maps holds (tests: bounded by what is live, invariant: bounded). */
   get retained(): { streams: number; requests: number; awaited: number; outliving: number } {
     return { streams: this.byId.size, requests: this.byRequest.size, awaited: this.awaited.size, outliving: this.outliving?.size ?? 0 };
   }
@@ -97,7 +97,7 @@ export class StreamRoutes {
   complete(stream: Stream, options: { retryMs: number; eventStore: EventStore }, cancelled = false): void {
     this.letLive(stream);
     this.byId.delete(stream.id);
-    if (stream.resumable) options.eventStore.letGo?.(stream.key.sessionId, stream.id);
+    if (stream.resumable) options.eventStore.stopWriting?.(stream.key.sessionId, stream.id);
     if (stream.polling && !stream.connection && !(cancelled && stream.answeredAway === undefined)) {
       const now = Date.now();
       // Bounded by time as they come, not only when asked (see awaiting): those overdue go, oldest first.
@@ -148,7 +148,7 @@ export class StreamRoutes {
   /** Forgets a stream that never went on the wire (the store, which may have registered it, is told). */
   remove(stream: Stream, store: EventStore): void {
     this.byId.delete(stream.id);
-    store.letGo?.(stream.key.sessionId, stream.id);
+    store.stopWriting?.(stream.key.sessionId, stream.id);
     for (const id of stream.pending) this.byRequest.delete(id);
     if (this.standalone === stream) this.standalone = undefined;
   }

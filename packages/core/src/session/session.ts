@@ -36,8 +36,8 @@ export class Session implements Transport {
   openConnections = 0;
   /** Whom `maxSessionsPerPrincipal` counts this session for: its principal, or its client's address. */
   holder: string | undefined;
-  /** Restored from a record another instance left (see `adoptRecord`). */
-  adopted = false;
+  /** A copy restored from its record (see `restoreFromRecord`), not created here by its `initialize`. */
+  restored = false;
   /** What is on its way to it while it looks idle: its `initialize`, requests that found it, a restore. */
   readonly arrivals = new Arrivals();
   /** The server behind the session, and what hibernation keeps to rebuild it. */
@@ -219,11 +219,11 @@ export class Session implements Transport {
     return this.idle && this.openConnections === 0 && !this.routes.awaiting(Date.now());
   }
 
-  /** Lets the server go if nothing would be lost (see {@link SessionServer.canLetGo}). */
+  /** Closes the server if nothing would be lost (see {@link SessionServer.canHibernate}); the copy stays. */
   hibernate(): boolean {
-    if (this.closed || !this.server.canLetGo(this.routes.busy)) return false;
+    if (this.closed || !this.server.canHibernate(this.routes.busy)) return false;
     // Protocol.close() calls our close(), which detaches instead of ending the session.
-    this.server.letGo(this.options.onError);
+    this.server.hibernate(this.options.onError);
     const { telemetry } = this.options;
     if (telemetry.on) telemetry.sessionEvent('session.hibernate', this.sessionId as string, {});
     return true;

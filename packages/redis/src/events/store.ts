@@ -277,12 +277,12 @@ export class RedisEventStore implements EventStore {
    * This instance writes no more to the stream (or to any stream of the session): its keys are no
    * longer refreshed, and age out `streamTtlMs` after their last event or resume.
    */
-  letGo(sessionId: string, streamId?: string): void {
+  stopWriting(sessionId: string, streamId?: string): void {
     if (streamId === undefined) this.writers.removeSession(sessionId);
     else this.writers.remove(sessionId, streamId);
   }
 
-  /** @internal For tests: how many streams this instance keeps alive (see {@link letGo}). */
+  /** @internal For tests: how many streams this instance keeps alive (see {@link stopWriting}). */
   get liveStreamCount(): number {
     return this.writers.size;
   }
