@@ -63,7 +63,7 @@ export class ForwardingMode extends Forwarding implements ClusterMode {
     // go; a DELETE ends the session where it is, and a request forwarded here as to the owner is
     // this instance's to serve.
     const local = found.kind === 'local' ? found.session : undefined;
-    if (found.kind === 'moved' || (ctx.draining && !request.deleting && !servedWhileDraining(this, req))) {
+    if (found.kind === 'moved' || (ctx.drain.started && !request.deleting && !servedWhileDraining(this, req))) {
       await arrival.elsewhere(() => handOver(this, req, res, request.body?.(), local));
       return undefined;
     }

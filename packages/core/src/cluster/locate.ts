@@ -40,7 +40,7 @@ export async function locate(state: Forwarding, req: CoreRequest, sessionId: str
 export async function takeOver(state: Forwarding, req: CoreRequest, sessionId: string, principal: string | undefined): Promise<Found> {
   const { ctx, owners } = state;
   // A draining instance takes nothing over: a peer will.
-  if (ctx.draining) return { kind: 'moved' };
+  if (ctx.drain.started) return { kind: 'moved' };
   let taken: TakeOver | undefined;
   try {
     // A compare-and-set that may have happened: never tried again blind.

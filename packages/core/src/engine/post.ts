@@ -47,7 +47,7 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   // Draining: nothing new starts here (without a cluster, a session's own requests still do, and
   // so do tasks/* for the tasks the drain waits for: their results go with this process).
   const forTask = era === 'modern' && TASK_METHODS.has((body as { method?: string }).method ?? '');
-  if (sessionless && ctx.draining && !forTask) {
+  if (sessionless && ctx.drain.started && !forTask) {
     if (!ctx.cluster) return sendRejection(res, turnedAway(ctx));
     if (await ctx.cluster.handOver(req, res, text)) return;
   }

@@ -17,7 +17,7 @@ export async function withSession(
   request: SessionRequest,
   here: (session: Session) => Promise<void>,
 ): Promise<void> {
-  const arrival = ctx.arrivals.arrive();
+  const arrival = ctx.drain.arrive();
   try {
     if (ctx.cluster) return await ctx.cluster.serve(req, res, request, arrival, here);
     const found = sessionHere(ctx, req);

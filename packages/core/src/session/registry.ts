@@ -33,6 +33,8 @@ export class SessionRegistry {
   /** In a cluster that keeps them: the records that restore its sessions anywhere. */
   private records: ClusterRecords | undefined;
   private readonly timers: Array<ReturnType<typeof setInterval>> = [];
+  /** Told each time a session may have settled, or closed (see {@link watchSettled}). */
+  private settled: (() => void) | undefined;
 
   constructor(private readonly options: ResolvedOptions) {
     this.ends = new SessionEnds(options);
@@ -122,6 +124,7 @@ export class SessionRegistry {
 
   private add(session: Session): Session {
     this.sessions.set(session.sessionId as string, session);
+    session.onSettled = this.settled;
     const { telemetry } = this.options;
     if (telemetry.on) telemetry.sessionEvent('session.open', session.sessionId as string, { restored: session.restored });
     this.cluster?.copyMade(session);
@@ -210,6 +213,12 @@ export class SessionRegistry {
     }
   }
 
+  /** `listener` is told, from now on, each time a session may have become idle, or closed (the drain waits for that). */
+  watchSettled(listener: () => void): void {
+    this.settled = listener;
+    for (const session of this.sessions.values()) session.onSettled = listener;
+  }
+
   /** Sessions with no call running nor a question awaiting the client: they can move to another instance. */
   idleSessions(): Session[] {
     const idle: Session[] = [];
@@ -252,6 +261,7 @@ export class SessionRegistry {
     const id = session.sessionId as string;
     if (id === undefined) return;
     this.sessions.delete(id);
+    this.settled?.();
     const { eventStore, onError, telemetry } = this.options;
     const cluster = this.cluster;
     // Nothing more is written here to its streams, whether it ends or lives on elsewhere (invariant: one-writer).

@@ -31,6 +31,11 @@ export class StreamRoutes {
   /** Streams whose calls may outlive their response (serverless: `waitUntil`, `maxCallDurationMs`): what lets each go. */
   private outliving: Map<Stream, () => void> | undefined;
 
+  constructor(
+    /** Told each time a client fetched an answer written while it was away (a drain alone waits for that). */
+    private readonly onFetched?: () => void,
+  ) {}
+
   add(stream: Stream): Stream {
     this.byId.set(stream.id, stream);
     for (const id of stream.pending) this.byRequest.set(id, stream);
@@ -119,13 +124,22 @@ export class StreamRoutes {
 
   /** The client has read `streamId` to its end. */
   fetched(streamId: string): void {
-    this.awaited.delete(streamId);
+    if (this.awaited.delete(streamId)) this.onFetched?.();
   }
 
   /** Whether an answer written while its client was away is still expected to be fetched. */
   awaiting(now: number): boolean {
-    for (const [id, { until }] of this.awaited) if (until < now) this.awaited.delete(id);
-    return this.awaited.size > 0;
+    return this.awaitedUntil(now) !== undefined;
+  }
+
+  /** Until when the first client still expected back for an answer written while it was away is expected; `undefined`: none is. */
+  awaitedUntil(now: number): number | undefined {
+    let first: number | undefined;
+    for (const [id, { until }] of this.awaited) {
+      if (until < now) this.awaited.delete(id);
+      else if (first === undefined || until < first) first = until;
+    }
+    return first;
   }
 
   /**
