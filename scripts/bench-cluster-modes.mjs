@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // tools/call through two instances on one Redis, in the two cluster modes of @mcp-kit/redis, in one
-// run on this machine (issue 21):
+// run on this machine (docs/design.md, "The two cluster modes"):
 //   node scripts/bench-cluster-modes.mjs     (after `pnpm build`; needs redis-server on PATH)
 //
 // - forward: instances with `internalUrl`; sessions initialized on A, every call sent to B, which

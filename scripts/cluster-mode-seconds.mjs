@@ -13,7 +13,7 @@ import { join } from 'node:path';
 
 const FORWARD_ONLY = [
   'tests/behaviour/cluster.test.ts',
-  'tests/cluster/redis-cluster.test.ts',
+  'tests/cluster/scale-out-examples.test.ts',
   'tests/cluster/retry-pace.test.ts',
   'tests/faults/drain-peers.test.ts',
   'tests/faults/fencing.test.ts',

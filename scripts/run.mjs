@@ -80,7 +80,7 @@ function ensureSystemPackages() {
  * bench --short 170, outages 557, shared outages 553; wall clock 661), before bench --short ran
  * half its servers (~90 s less in the checks lane): load 42, retry-pace 23, rolling-restart 54,
  * shared-lost-stream 19, verdict 22 and tasks-chaos 27 (now in the checks lane); fuzz 31 and 21,
- * modern 12, isolation 31; redis-cluster 56, live-streams 43.
+ * modern 12, isolation 31; scale-out-examples 56, live-streams 43.
  */
 const CHECKS_LANE_TESTS = [
   'tests/reliability/load.test.ts',
@@ -96,10 +96,10 @@ const AFTER_OUTAGES_TESTS = [
   'tests/behaviour/modern.test.ts',
   'tests/reliability/isolation.test.ts',
 ];
-const AFTER_SHARED_OUTAGES_TESTS = ['tests/cluster/redis-cluster.test.ts', 'packages/redis/test/live-streams.test.ts'];
+const AFTER_SHARED_OUTAGES_TESTS = ['tests/cluster/scale-out-examples.test.ts', 'packages/redis/test/live-streams.test.ts'];
 
 /**
- * The outages (issue 27) and the other fault suites that mostly wait (for Redis to come back, a
+ * The outages (Redis down, failing over, unreachable) and the other fault suites that mostly wait (for Redis to come back, a
  * replica to be promoted, a black hole to end, a frozen instance to thaw, a client's paced
  * reconnect), in a lane of their own while the CPU serves the others. They assert no timing
  * tighter than `commandTimeoutMs` + 1 s. Seconds in the vitest lane of a fresh clone's run of
@@ -120,7 +120,7 @@ const OUTAGE_LANE_TESTS = [
 ];
 
 /**
- * The cluster suites that run a second time in a shared cluster (no internalUrl, issue 21), after
+ * The cluster suites that run a second time in a shared cluster (no internalUrl), after
  * the shared outages in their lane: MCP_KIT_CLUSTER=shared makes packages/testbed/src/cluster.ts start every instance so.
  */
 const SHARED_CLUSTER_TESTS = [
@@ -136,7 +136,7 @@ const SHARED_CLUSTER_TESTS = [
 ];
 
 /**
- * The outages in a shared cluster too (issue 27), in a lane of their own beside the outages: Redis down 1 s, 5 s and
+ * The outages in a shared cluster too, in a lane of their own beside the outages: Redis down 1 s, 5 s and
  * 30 s (resumes sent back to come later, appends held in order), a Sentinel failover (the bus and
  * tail subscribers follow the promotion too), a network to Redis that delays, resets and
  * black-holes.

@@ -8,24 +8,43 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { answerServerRequests } from '@mcp-kit/testbed/clients';
 import { adapters, sharedStarts, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { parseBlock } from '@mcp-kit/testbed/sse';
 
 interface WireLog {
   /** When a response body ended, as the client saw it. */
   ends: number[];
   /** GETs that carried a Last-Event-ID, with the time the client sent them. */
   resumes: Array<{ at: number; lastEventId: string }>;
+  /** Every SSE response: the request it answers (the HTTP method, the JSON-RPC body of a POST) and the messages it carried. */
+  streams: Array<{ method: string; request: any; messages: any[] }>;
 }
 
-/** A fetch that records when streams end and when the client comes back. */
+/** A fetch that records when streams end, when the client comes back, and what came on which stream. */
 function recordingFetch(log: WireLog): typeof fetch {
   return async (input, init) => {
+    const method = init?.method ?? 'GET';
     const headers = new Headers(init?.headers);
     const lastEventId = headers.get('last-event-id');
-    if ((init?.method ?? 'GET') === 'GET' && lastEventId) log.resumes.push({ at: performance.now(), lastEventId });
+    if (method === 'GET' && lastEventId) log.resumes.push({ at: performance.now(), lastEventId });
     const response = await fetch(input, init);
     if (!response.body) return response;
+    const stream = { method, request: typeof init?.body === 'string' ? JSON.parse(init.body) : undefined, messages: [] as any[] };
+    const sse = response.headers.get('content-type')?.startsWith('text/event-stream') ?? false;
+    if (sse) log.streams.push(stream);
+    const decoder = new TextDecoder();
+    let pending = '';
     const body = response.body.pipeThrough(
-      new TransformStream({
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          controller.enqueue(chunk);
+          if (!sse) return;
+          pending += decoder.decode(chunk, { stream: true });
+          for (let at = pending.indexOf('\n\n'); at !== -1; at = pending.indexOf('\n\n')) {
+            const block = parseBlock(pending.slice(0, at));
+            pending = pending.slice(at + 2);
+            if (block.data) stream.messages.push(JSON.parse(block.data));
+          }
+        },
         flush() {
           log.ends.push(performance.now());
         },
@@ -35,7 +54,7 @@ function recordingFetch(log: WireLog): typeof fetch {
   };
 }
 
-async function connect(url: string, log: WireLog = { ends: [], resumes: [] }) {
+async function connect(url: string, log: WireLog = { ends: [], resumes: [], streams: [] }) {
   const client = new Client({ name: 'e2e', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: {} } });
   const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch(log) });
   await client.connect(transport);
@@ -104,13 +123,22 @@ describe.each(adapters)('SDK client: $name', (adapter) => {
   });
 
   it('server-to-client requests (sampling, elicitation) work on the request stream', async () => {
-    const { client } = await connect(sut.url);
+    const { client, log } = await connect(sut.url);
     clients.push(client);
     answerServerRequests(client);
     const sampled = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'hello' } });
     expect(JSON.stringify(sampled.content)).toContain('echo: hello');
     const elicited = await client.callTool({ name: 'test_elicitation', arguments: { message: 'who are you?' } });
     expect(JSON.stringify(elicited.content)).toContain('ada@example.com');
+
+    // Each question came on the POST stream of the call that asked it (related to that request,
+    // 2025-11-25 "Sending Messages to the Server"), and nowhere else: not on the GET stream.
+    const asked = (s: WireLog['streams'][number]) =>
+      s.messages.filter((m) => m.id !== undefined && m.method !== undefined).map((m) => m.method);
+    const callStream = (tool: string) => log.streams.filter((s) => s.method === 'POST' && s.request?.params?.name === tool);
+    expect(callStream('test_sampling').map(asked)).toEqual([['sampling/createMessage']]);
+    expect(callStream('test_elicitation').map(asked)).toEqual([['elicitation/create']]);
+    expect(log.streams.filter((s) => s.method === 'GET').flatMap(asked)).toEqual([]);
   });
 
   it('test_reconnection returns its result on the resumed GET', async () => {

@@ -390,7 +390,7 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
     expect(blocks.at(-1)).toMatchObject({ retry: 20 });
   });
 
-  it('a resume on the other instance held up by a slow reader while the owner keeps writing is cut past maxBufferedBytes, and the next resume gets the rest (issue 20, item 8)', async () => {
+  it('a resume on the other instance held up by a slow reader while the owner keeps writing is cut past maxBufferedBytes, and the next resume gets the rest', async () => {
     const phase = 2_000;
     const tool = new TwoPhase(phase);
     p = await pair(adapter, { maxBufferedBytes: 64 * 1024, server: new ServerCounter().factory((server) => tool.register(server)) });
@@ -420,7 +420,7 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
     expect(seqs(streams)).toEqual(Array.from({ length: 2 * phase + 1 }, (_, i) => i + 1));
   }, 120_000);
 
-  it('maxStreamDurationMs counts a resume on the other instance from its start, not from the end of a slow replay (issue 20, item 8)', async () => {
+  it('maxStreamDurationMs counts a resume on the other instance from its start, not from the end of a slow replay', async () => {
     const phase = 2_000;
     const tool = new TwoPhase(phase);
     const server = new ServerCounter().factory((s) => tool.register(s));

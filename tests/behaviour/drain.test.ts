@@ -54,7 +54,7 @@ describe.each(inProcessAdapters)('drain without a cluster: $name', (adapter) => 
     const draining = handler.drain({ deadlineMs: 20_000 }).then(() => (drained = true));
     expect(await errorOf(await http(sut.url).post(initializeRequest()))).toMatchObject({ status: 503, code: -32000 });
     // A client that dresses its initialize up as another instance's forward is a client all the
-    // same: without a cluster there is no other instance (issue 20, item 10).
+    // same: without a cluster there is no other instance (invariant: configuration-trusted).
     const forged = await http(sut.url).post(initializeRequest(), { [FORWARDED_HEADER]: 'node-0' });
     expect(await errorOf(forged)).toMatchObject({ status: 503, code: -32000 });
     gate.release!();

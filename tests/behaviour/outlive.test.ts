@@ -1,5 +1,5 @@
 /**
- * Calls that outlive their response (issue 21): on a serverless platform an instance may be frozen
+ * Calls that outlive their response: on a serverless platform an instance may be frozen
  * once no response is in flight, so a call whose stream the tool closed with `closeSSEStream`, or a
  * task, is registered with the platform's `waitUntil` until it ends; and `maxCallDurationMs` ends a
  * call (or a task) that would run past the platform's limit with an error its client reads.

@@ -1,5 +1,5 @@
 /**
- * The servers behind 2026 requests are kept per kind of client (issue 20, item 9): what changes a
+ * The servers behind 2026 requests are kept per kind of client (invariant: bounded): what changes a
  * server is what the client declares it can do, not its name or version, so a client rotating
  * `clientInfo.version` cannot make the handler build a server per request and push everyone
  * else's out; and a task waiting for its client's answer outlives any eviction of its server.

@@ -402,6 +402,18 @@ describe.each(inProcessAdapters)('wire (in-process options): $name', (adapter) =
     await sut.close();
   });
 
+  it.each(['pollPre20251125Clients', 'legacyPolling'] as const)(
+    '%s: a client before 2025-11-25 gets a priming event, and closeSSEStream ends its stream before the answer',
+    async (option) => {
+      await start({ [option]: true });
+      const { headers } = await openSession(api, '2025-06-18');
+      const stream = await api.postSse(callTool(2, 'long_task', { steps: 4, intervalMs: 0, closeEvery: 1 }), headers);
+      await stream.ended_();
+      expect(stream.blocks[0]).toMatchObject({ data: '', retry: 500 });
+      expect(stream.blocks.some((b) => b.data?.includes('completed 4 steps'))).toBe(false);
+    },
+  );
+
   it('answers 503 when the event store fails, reports it through onError, and keeps serving', async () => {
     const memory = new MemoryEventStore();
     let broken = false;

@@ -7,7 +7,7 @@
  * the idle sessions it held are restored where their next request lands, for the same client, with
  * the same capabilities and log level.
  *
- * Run in both cluster modes (MCP_KIT_CLUSTER=shared: no internalUrl, issue 21). In a shared cluster
+ * Run in both cluster modes (MCP_KIT_CLUSTER=shared: no internalUrl). In a shared cluster
  * a call runs on the instance its POST reached (not on the session's first instance), and every
  * instance a request reaches makes its own copy of the session: no forwarding, no single restore.
  */

@@ -1,8 +1,8 @@
 /**
  * The test harness's instances on a port another process took between `freePort()` and their start
  * (vitest runs files in parallel workers): the example app must not claim to listen (Express 5
- * calls `listen`'s callback with the error), and a first start moves to another port. Before, the
- * app printed its ready line and exited, and a whole suite talked to another worker's instance.
+ * calls `listen`'s callback with the error), and a first start moves to another port. Otherwise the
+ * app prints its ready line and exits, and a whole suite talks to another worker's instance.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';

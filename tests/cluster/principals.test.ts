@@ -3,7 +3,7 @@
  * request never restores it (403, as on the owner), whether the owner handed the session off
  * (draining) or crashed. Two Express instances in this process, each with its own Redis
  * connections to one real redis-server and an auth step that sets `req.auth` the way a bearer
- * middleware would; they reach each other over real HTTP. With MCP_KIT_CLUSTER=shared (issue 21)
+ * middleware would; they reach each other over real HTTP. With MCP_KIT_CLUSTER=shared
  * they have no internalUrl and never reach each other: there are no owners, and the principal the
  * record was saved with is all that stands between a session and another principal.
  */

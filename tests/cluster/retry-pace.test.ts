@@ -1,6 +1,6 @@
 /**
  * The pace a tool sets with `closeSSEStream(ctx, retryMs)` is its call's own, on every instance and
- * across a rolling restart (issue 20, item 11). The SDK v1 client keeps one retry for all its
+ * across a rolling restart (SEP-1699: `retry`). The SDK v1 client keeps one retry for all its
  * streams (the last `retry:` it read, on any of them), so every stream the server ends or primes
  * for a call must carry that call's last close retry: a drain that ends a followed stream with the
  * handler's default, or a resume that repeats another call's retry, sets the client's pace wrong.

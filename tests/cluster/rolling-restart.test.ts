@@ -7,7 +7,7 @@
  * call completes, every step arrives once and in order, no 404, no client starts a new session.
  *
  * CLUSTER_CLIENTS sets the number of clients (see CLIENTS below). MCP_KIT_CLUSTER=shared runs it in
- * a shared cluster (no internalUrl, issue 21), where the proxy takes an instance out of rotation
+ * a shared cluster (no internalUrl), where the proxy takes an instance out of rotation
  * before its SIGTERM, since a draining instance has no peer to hand requests over to.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * A shared cluster (issue 21: `CLUSTER=shared`, no `internalUrl`; instances that cannot reach each
+ * A shared cluster (`CLUSTER=shared`, no `internalUrl`; instances that cannot reach each
  * other): two built express-example instances on one redis-server, spoken to directly (no proxy),
  * so each request goes where the test says. One session's requests on both instances are
  * correct: what the client sends through one instance for a call running on the other reaches it
@@ -129,7 +129,7 @@ async function resumeAfterRedisRestart(headers: Record<string, string>, cursor: 
   await cluster.redis.start();
   // Until B's connection to the new server is up (ioredis reconnects on its own), B sends the
   // client back to come later: 200, a priming event whose id is the cursor marked with a count,
-  // and a retry (issue 27). A client comes back from that id, as SDK clients do.
+  // and a retry (invariant: come-back-later). A client comes back from that id, as SDK clients do.
   const deadline = Date.now() + 10_000;
   let lastEventId = cursor;
   for (;;) {

@@ -1,6 +1,6 @@
 /**
- * What a session's standalone GET stream carries in each cluster mode (issue 28: the modes
- * compared in docs/design.md). The session is created on A; its client holds its standalone
+ * What a session's standalone GET stream carries in each cluster mode (the modes compared
+ * in docs/design.md). The session is created on A; its client holds its standalone
  * stream through B; a tool call on A, then one on B, each sends `notifications/resources/updated`
  * outside any request (the server's own notification, as a resource change would send it).
  * - Forwarding: B forwards the GET and the call to the session's owner, A, whose one server sends

@@ -110,7 +110,7 @@ describe('tasks across instances', () => {
     expect([...seen]).toEqual(['cancelled']);
   });
 
-  it('subscriptions/listen on B with the taskId of a task running on A hears its notifications/tasks up to completed (issue 20, item 7)', async () => {
+  it('subscriptions/listen on B with the taskId of a task running on A hears its notifications/tasks up to completed', async () => {
     const task = await startTask(a, 'confirm_delete', { filename: 'listened.txt' });
     const request = modernRequest(nextId++, 'subscriptions/listen', { notifications: { taskIds: [task.taskId] } }, withTasks);
     const controller = new AbortController();

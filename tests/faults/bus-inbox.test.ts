@@ -1,5 +1,5 @@
 /**
- * A shared cluster (issue 27, item 5): what one instance posts another over the bus must not be
+ * A shared cluster (invariant: wake-only): what one instance posts another over the bus must not be
  * lost to a subscriber that is away. Instance A reaches Redis through a fault proxy that can cut
  * its bus subscriber's connection alone (and refuse its reconnects) while its other connections
  * work; B reaches Redis directly. The client's answer to an elicitation A's call asked, posted

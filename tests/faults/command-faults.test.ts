@@ -2,7 +2,8 @@
  * Redis commands failing at random under three Redis-backed express-example instances: every
  * instance reaches Redis through a proxy that answers a share of the commands itself with an error
  * (appends, replays, task writes, heartbeats alike), while SDK v1 clients poll long_task with
- * closeEvery, two calls each with an idle gap between. The fault battery's audit (issue 20): never
+ * closeEvery, two calls each with an idle gap between. The fault battery's audit (invariants:
+ * no-hole, stored-before-sent): never
  * a partial replay (each step once, in order, or the call ends with an error), never a lost answer
  * that was acknowledged, never a 500.
  */

@@ -1,5 +1,5 @@
 /**
- * A client's DELETE while Redis fails (issue 27, item 3), in a forwarding and in a shared cluster
+ * A client's DELETE while Redis fails (invariant: stored-before-success), in a forwarding and in a shared cluster
  * of two express-example instances, A and B. Nothing answers success before its Redis write is
  * done: the DELETE is answered 200 only once the cluster-wide end went through (owner record
  * released, restore record deleted, the other instances told), and 503 with a JSON-RPC error

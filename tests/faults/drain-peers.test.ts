@@ -1,5 +1,5 @@
 /**
- * A drain in a Redis keyspace of 10,000 idle sessions (issue 20, item 4): each request the draining
+ * A drain in a Redis keyspace of 10,000 idle sessions: each request the draining
  * instance hands over to a peer must cost a constant number of Redis round trips, never a scan of
  * the keyspace, and none gets a 503 while a peer lives.
  */

@@ -1,6 +1,6 @@
 /**
  * An owner paused past its heartbeat window (SIGSTOP: a GC pause, CPU throttling, a partition),
- * then resumed (issue 20, item 1). Meanwhile a peer took its session over for the client's next
+ * then resumed (invariant: one-owner). Meanwhile a peer took its session over for the client's next
  * request. Once it runs again the paused instance must not take the session back: the owner record
  * keeps naming the peer, the paused instance drops its stale copy and forwards to the peer, and
  * nothing of the peer's session (its record, its events) is deleted by the stale one.
@@ -68,7 +68,7 @@ async function takenOverWhileXIsPaused() {
 }
 
 describe('an owner paused past its heartbeat window, then resumed', () => {
-  it('does not take its session back from the peer that restored it, drops its stale copy, and deletes nothing of the peer', async () => {
+  it('does not take its session back from the peer that took it over, drops its stale copy, and deletes nothing of the peer', async () => {
     const { headers, sessionId, xId, yId } = await takenOverWhileXIsPaused();
     await y.waitFor(new RegExp(`restored session ${sessionId}`));
     const owner = () => ownerOf(sessionId);
@@ -168,7 +168,7 @@ describe('a session its new owner ended while the old one was paused', () => {
 });
 
 describe('Redis restarted empty while two instances held the session (its old owner paused, the peer that took it over)', () => {
-  it('the peer that took the session over keeps it, though the old owner writes its records back first (issue 27, item 10)', async () => {
+  it('the peer that took the session over keeps it, though the old owner writes its records back first', async () => {
     const { headers, sessionId, xId, yId } = await takenOverWhileXIsPaused();
     await y.waitFor(new RegExp(`restored session ${sessionId}`));
     // Y stops too, Redis comes back empty, and X runs again first: it finds its owner record gone

@@ -1,5 +1,5 @@
 /**
- * The internal hop between instances is authenticated (issue 20, item 10): a client that sends
+ * The internal hop between instances is authenticated (invariant: configuration-trusted): a client that sends
  * `mcp-kit-forwarded-by` itself is served as the client it is, and instances' own forwards, signed
  * with the secret they share through Redis, still work.
  */

@@ -1,5 +1,5 @@
 /**
- * `initialize` while Redis fails (issue 27, item 4), in a forwarding and in a shared cluster of two
+ * `initialize` while Redis fails (invariant: stored-before-success), in a forwarding and in a shared cluster of two
  * express-example instances, A and B. Nothing answers success before its Redis write is done: a
  * session id goes to the client only once the session's record is in Redis (the owner record in a
  * forwarding cluster, the restore record every copy is made from in a shared one), so that B

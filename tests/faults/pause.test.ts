@@ -1,6 +1,6 @@
 /**
  * One of three Redis-backed instances stops beating while SDK clients poll long_task calls on all
- * of them (issue 20, the fault battery's first scenario), in two ways: the process is paused past
+ * of them (the fault battery's first scenario), in two ways: the process is paused past
  * its heartbeat window (SIGSTOP, then SIGCONT), or it keeps running but loses Redis (a proxy in
  * front of Redis that the test cuts for that instance only, then heals); the load balancer takes it
  * out of rotation meanwhile, as a failed health check would. The audit: calls elsewhere complete with

@@ -1,5 +1,5 @@
 /**
- * A bad network between the instances and Redis (issue 27): three Redis-backed express-example
+ * A bad network between the instances and Redis (invariant: come-back-later): three Redis-backed express-example
  * instances reach a real redis-server through packages/testbed/src/net-faults.ts, behind the round-robin
  * proxy; SDK v1 clients, SDK v2 clients (`legacy`: a 2025 session; the default negotiation, which
  * lands on 2026-07-28 and stays on its one stream) with their default settings (SDK v1: two failed
@@ -8,14 +8,14 @@
  * long_task with closeEvery.
  * - Flaky: every chunk delayed by 0–300 ms (order kept) and one Redis connection reset every 3 s.
  *   Nothing is lost and no instance misses its heartbeat window: every call completes, a raw one
- *   too (a 502/503 it meets it waits out and sends again, as a client honouring it would). (Before, a
- *   new call whose POST met a connection being made again got 503 "the event store is
- *   unavailable": 8 of 40 calls in one run, 3 runs of 8 had some.)
+ *   too (a 502/503 it meets it waits out and sends again, as a client honouring it would). A new
+ *   call whose POST meets a connection being made again waits for it, not a 503 "the event store
+ *   is unavailable".
  * - Black hole: every byte held both ways for 10 s with nothing closed, then every connection
  *   reset. Meanwhile, probes ask each instance for things only Redis can answer (an initialize, a
  *   request on a session, a resume) and time their answers: README says a command with no reply
- *   fails after `commandTimeoutMs` (2 s) and the request gets its 503. (Before: 8.2 s, four tries
- *   each waiting out the timeout on a connection that still passed for ready.) The instances miss
+ *   fails after `commandTimeoutMs` (2 s) and the request gets its 503 (not four tries each
+ *   waiting out the timeout on a connection that still passes for ready: 8 s). The instances miss
  *   their heartbeat window meanwhile, so a call, a raw one too, may also end with the
  *   lost-instance error.
  * The audit, as in redis-outage.test.ts: no call is left to its timeout; each completes with every

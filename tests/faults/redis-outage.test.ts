@@ -1,5 +1,5 @@
 /**
- * Redis gone for a while, not a blip (issue 27): three Redis-backed express-example instances
+ * Redis gone for a while, not a blip (invariant: come-back-later): three Redis-backed express-example instances
  * behind the round-robin proxy, SDK v1 clients, SDK v2 clients (a 2025 session: `legacy`; the
  * default negotiation, which lands on 2026-07-28 and stays on its stream; and 2026-07-28 with the
  * Tasks extension's own requester, whose call becomes a task it polls with `tasks/get`) and Python SDK

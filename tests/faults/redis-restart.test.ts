@@ -2,7 +2,8 @@
  * Redis restarted in the middle of running calls, under three Redis-backed express-example
  * instances behind the round-robin proxy: once empty (no persistence), once with an append-only
  * file (every acknowledged write kept). SDK v1 clients poll long_task with closeEvery and idle
- * gaps throughout; the audit at the end is the fault battery's (issue 20).
+ * gaps throughout; the audit at the end is the fault battery's (no-hole,
+ * stored-before-sent, come-back-later).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

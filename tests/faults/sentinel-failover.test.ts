@@ -1,5 +1,5 @@
 /**
- * A Sentinel failover (issue 27): a Redis primary, its replica and three Sentinels from the same
+ * A Sentinel failover (invariant: come-back-later): a Redis primary, its replica and three Sentinels from the same
  * `redis-server` binary (packages/testbed/src/sentinel.ts); three express-example instances find the
  * primary through the Sentinels (`REDIS_SENTINELS`, `REDIS_SENTINEL_NAME`), behind the round-robin
  * proxy; SDK v1 clients, SDK v2 clients (`legacy`: a 2025 session; the default negotiation,
@@ -8,12 +8,11 @@
  * clients (tests/support/raw-chaos.ts: two calls each, cutting their own connections at random and
  * resuming) call long_task with closeEvery. While every 2025 SDK client is away polling (a
  * 2026-07-28 one mid-stream), the primary is killed (SIGKILL) and the Sentinels promote the
- * replica (1.7–3.1 s: 1 s to count it down, then the vote). Before issue 27 (SDK v1 clients
- * only): 11–15 of ~38 calls hung to their timeout, 2 of 2 runs, every client that was away when
- * the primary died. Then, before the redis cluster gave its peers a window to beat again after its
- * own connection came back: 3 of 11 runs (36 clients) had the first instance back take over the
- * sessions of peers not back yet (their heartbeat keys expired during the failover), and 6 to 32
- * calls ended with the lost-instance error.
+ * replica (1.7–3.1 s: 1 s to count it down, then the vote). What can go wrong there: a client
+ * that was away when the primary died left to its timeout; the first instance back taking over the
+ * sessions of peers not back yet (their heartbeat keys expired during the failover: an instance
+ * gives its peers a window to beat again after its own connection came back), their calls ending
+ * with the lost-call error.
  *
  * The audit, as in redis-outage.test.ts: no call is left to its timeout; each completes with every
  * step once and in order, or ends with the documented lost-events error (replication is
@@ -178,9 +177,9 @@ async function failover(options: { replicationLagMs?: number } = {}): Promise<vo
     expect(o.error?.message, `${o.client} call ${o.call}\n${outputs()}`).toContain(LOST_EVENTS);
   expect([...statuses.keys()].filter((st) => st >= 500 && st !== 502 && st !== 503)).toEqual([]);
   expect(requests.filter((r) => r.status === 404)).toEqual([]);
-  // Forwarding: every instance lived through the failover, so no session changed hands. (Before,
-  // the first instance back took over the sessions of peers not back yet, whose heartbeat keys
-  // had expired during the failover, and answered their calls with the lost-instance error.)
+  // Forwarding: every instance lived through the failover, so no session changed hands: the first
+  // instance back must not take over the sessions of peers not back yet, whose heartbeat keys
+  // expired during the failover, and answer their calls with the lost-call error.
   if (CLUSTER_MODE === 'forward') {
     const restored = instances.flatMap((i, n) => i.output.slice(outputFrom[n]).match(/restored session \S+/g) ?? []);
     expect(restored, outputs()).toEqual([]);
@@ -206,13 +205,12 @@ describe('a Sentinel failover: the primary killed while the clients poll', () =>
 
   // Replication is asynchronous: the promoted replica lacks the frames the primary acknowledged in
   // its last 300 ms, and the Redis store's APPEND refuses every later frame of those streams
-  // (StreamGap: "frame N of this stream is not stored yet"), however often it is tried. Before
-  // 34f0f9c each such stream retried for as long as its session lived and 12 of 12 calls waited to
-  // their timeout. Then, until the call's end was stored past the gap (appendFinalAfterLoss) and
-  // a resume the owner ends was primed with the client's cursor, 12 clients met a timeout in 1 run
-  // of 9 and 36 clients (LONG=1) in 4 of 4 (8 to 27 calls of 36): a resume a peer served followed a
-  // live tail the owner never ended, and one the owner took got a connection with no priming
-  // event, after which SDK v1 came back with no Last-Event-ID at all (a new standalone stream).
+  // (StreamGap: "frame N of this stream is not stored yet"), however often it is tried. What can
+  // leave a client to its timeout there: a writer that retries such a stream for as long as its
+  // session lives; a call's end not stored past the gap (appendFinalAfterLoss), so that a resume a
+  // peer serves follows a live tail the owner never ends; a resume the owner ends on a connection
+  // with no priming event, after which SDK v1 comes back with no Last-Event-ID at all (a new
+  // standalone stream).
   it('replication 300 ms late: the calls whose acknowledged frames the promoted replica lacks end with the lost-events error', async () => {
     await failover({ replicationLagMs: 300 });
   }, 90_000);

@@ -1,5 +1,5 @@
 /**
- * A shared cluster (issue 27): a stream the store lost (a failover to a replica that lacked it) is
+ * A shared cluster: a stream the store lost (a failover to a replica that lacked it) is
  * resumed through B while A, which writes it, cannot reach Redis for a few seconds (it reconnects
  * after the same failover). Only A knows the stream's call, so B asks A to answer it
  * with the lost-events error; A hears the ask only once its subscriber is back. The client must

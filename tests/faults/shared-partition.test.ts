@@ -1,5 +1,5 @@
 /**
- * A shared cluster (issue 21) whose instance A loses Redis for a while: what the other instances
+ * A shared cluster (`mode: 'shared'`) whose instance A loses Redis for a while: what the other instances
  * post meanwhile never reaches it (pub/sub keeps nothing for a subscriber that is not connected).
  * The client's DELETE through B in that window ends the session everywhere else; A's copy must not
  * live on: once A is back, the session is gone there too (404), and the call A's copy ran has ended.

@@ -52,7 +52,7 @@ it("a failed read of a session's record for a copy is tried again: the request i
   const listed = await http(a.url).post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
   const body = await listed.text();
   expect(faults.failed.get('HMGET')).toBe(1);
-  // Before: 503 "the session directory is unavailable; retry later", which ends an SDK client's call.
+  // Not 503 "the session directory is unavailable; retry later", which ends an SDK client's call.
   expect(listed.status, body).toBe(200);
   expect(body).toContain('long_task');
 }, 30_000);
@@ -71,6 +71,6 @@ it('a failed check of the copies held after a gap is made again: the request is 
   const listed = await http(a.url).post({ jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
   const body = await listed.text();
   expect(faults.failed.get('HEXISTS')).toBe(1);
-  // Before: 503 "the session directory is unavailable; retry later".
+  // Not 503 "the session directory is unavailable; retry later".
   expect(listed.status, `${body}\n${a.output.slice(-2_000)}`).toBe(200);
 }, 30_000);

@@ -1,8 +1,8 @@
 /**
- * A shared cluster (issue 27, item 5): `resources/subscribe` through two copies of one session, at
+ * A shared cluster: `resources/subscribe` through two copies of one session, at
  * once or while one copy has not heard the other's yet (its bus connection half-open, not noticed
  * yet), must both stay in the session's record in Redis, which any instance restores the session
- * from. Each copy used to save its own view of the record whole, so the later save dropped the
+ * from: a copy that saved its own view of the record whole would drop, with the later save, the
  * subscription the other copy had just added. B reaches Redis through a fault proxy that can
  * black-hole its bus subscriber's connection.
  */

@@ -1,7 +1,7 @@
 /**
  * The headline case of the project, with a short stream TTL: a tool lets go of its client with
  * closeSSEStream and then works in silence for several TTLs while the client keeps polling. The
- * answer must arrive (issue 20, item 2): the stream is live, so its log must not age out, in
+ * answer must arrive: the stream is live, so its log must not age out, in
  * Redis (keys refreshed while the instance writes to the stream, and by each poll) or in memory.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

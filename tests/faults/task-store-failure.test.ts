@@ -1,8 +1,8 @@
 /**
- * A task store that fails (issue 20, item 6), with the real one: a RedisTaskStore on a real
+ * A task store that fails (invariant: come-back-later), with the real one: a RedisTaskStore on a real
  * redis-server, reached through a proxy that fails the commands we choose, or with redis-server
  * paused (SIGSTOP) for the request. A `tasks/get` (a client's poll) waits the failure out and is
- * answered once the store reads again (issue 27); `tasks/update`, `tasks/cancel` and a `tools/call`
+ * answered once the store reads again; `tasks/update`, `tasks/cancel` and a `tools/call`
  * whose task cannot be stored get the documented JSON-RPC 503 with Retry-After (never Express'
  * HTML 500 or Koa's text one), and the same process serves the task again once Redis answers.
  */
@@ -104,7 +104,7 @@ describe.each([expressAdapter, koaAdapter])('a failing Redis task store: $name',
     const { url, errors } = await start();
     const taskId = await gatedTask(url);
     // Reading the task fails: the poll is held, the read tried again (once a second), not refused
-    // (issue 27: the Tasks extension's client fails the whole task on an error answer).
+    // (the Tasks extension's client fails the whole task on an error answer).
     const failedReads = faults.failed.get('HGETALL') ?? 0;
     let heal = fail((command) => command === 'HGETALL');
     let answered = false;

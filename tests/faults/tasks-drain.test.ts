@@ -1,5 +1,5 @@
 /**
- * The Tasks extension when things go wrong on one instance (issue 20, items 5 and 6): a drain
+ * The Tasks extension when things go wrong on one instance: a drain
  * without a cluster must keep answering `tasks/*` for the tasks it waits for, and a task store
  * that fails must give the documented JSON-RPC 503 with Retry-After, never a framework's 500.
  */
@@ -47,7 +47,7 @@ describe.each(inProcessAdapters)('tasks while one instance drains or its store f
     sut = undefined;
   });
 
-  it('a single-instance drain answers tasks/get and tasks/update for the tasks it waits for; the result is readable after the call ends (item 5)', async () => {
+  it('a single-instance drain answers tasks/get and tasks/update for the tasks it waits for; the result is readable after the call ends', async () => {
     const gate: { release?: () => void } = {};
     sut = await adapter.start({ server: () => taskServer(gate) });
     const running = (await post(sut.url, 1, 'tools/call', { name: 'gated', arguments: {} })).answer.result;
@@ -78,7 +78,7 @@ describe.each(inProcessAdapters)('tasks while one instance drains or its store f
     expect((await post(sut.url, 5, 'tasks/get', { taskId: running.taskId })).answer.result.status).toBe('completed');
   });
 
-  it("alone with the in-process task store, a drain resolves only once the client has read its task's result (item 5)", async () => {
+  it("alone with the in-process task store, a drain resolves only once the client has read its task's result", async () => {
     const POLL_MS = 300;
     const gate: { release?: () => void } = {};
     sut = await adapter.start({ server: () => taskServer(gate, POLL_MS) });
@@ -103,7 +103,7 @@ describe.each(inProcessAdapters)('tasks while one instance drains or its store f
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
-  it('a task store that fails answers tasks/update and tasks/cancel with a JSON-RPC 503 and Retry-After; a tasks/get waits it out; all serve again after (item 6)', async () => {
+  it('a task store that fails answers tasks/update and tasks/cancel with a JSON-RPC 503 and Retry-After; a tasks/get waits it out; all serve again after', async () => {
     const gate: { release?: () => void } = {};
     const memory = new MemoryTaskStore();
     let failing = false;
@@ -131,7 +131,7 @@ describe.each(inProcessAdapters)('tasks while one instance drains or its store f
       expect(response.headers.get('retry-after'), method).toMatch(/^\d+$/);
       expect(answer, method).toMatchObject({ jsonrpc: '2.0', id: 2, error: { code: -32000 } });
     }
-    // A poll is held while the store fails (issue 27: the Tasks client fails the task on an error).
+    // A poll is held while the store fails: the Tasks client fails the task on an error.
     let answered = false;
     const poll = post(sut.url, 3, 'tasks/get', { taskId }).finally(() => (answered = true));
     while (refusedGets < 3) await new Promise((r) => setTimeout(r, 20));

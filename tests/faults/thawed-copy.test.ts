@@ -1,5 +1,5 @@
 /**
- * A shared cluster (issue 27, item 7). Instance A reaches Redis through a fault proxy that can
+ * A shared cluster (invariants: deployment-owns-sessions, wake-only). Instance A reaches Redis through a fault proxy that can
  * leave its bus subscriber's connection half-open (every byte held both ways, nothing closed, as a
  * NAT that forgot the flow does); B reaches Redis directly.
  * - A copy frozen (SIGSTOP) while its session is deleted through B, its bus connection gone

@@ -1,5 +1,5 @@
 /**
- * A thawed writer stops (issue 27, item 9). X runs a long call whose client is away polling; X is
+ * A thawed writer stops (invariants: at-most-once, one-writer). X runs a long call whose client is away polling; X is
  * frozen (SIGSTOP) past its heartbeat window, the client comes back through Y, and Y, taking the
  * session over, answers the call with the lost-call error. When X runs again its tool must not go
  * on beside that answer (its side effects would happen although the client was told to send the

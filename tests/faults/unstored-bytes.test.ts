@@ -1,5 +1,5 @@
 /**
- * An outage outlasts what a stream may hold in memory (issue 27, `maxUnstoredBytes`): a tool lets
+ * An outage outlasts what a stream may hold in memory (`maxUnstoredBytes`; invariant: bounded): a tool lets
  * go of its client, Redis goes down, and the tool keeps sending notes. Its events wait in memory,
  * in order, up to `maxUnstoredBytes`; past that the call is stopped (the tool's signal aborts),
  * later notes are dropped, and once Redis is back the client, polling all along, hears the notes

@@ -4,6 +4,9 @@
  * the last id it saw, while the tool closes streams itself (`closeEvery`). Every call must end
  * with every event exactly once, in order, and the result exactly once.
  *
+ * Each run first makes one call whose cuts are forced (each kind once, and a server close), so that
+ * no seed can skip what the test is about; the random cycles follow.
+ *
  * CI runs a sample; `pnpm test:chaos` runs ≥ 1,000 cycles per adapter and store. `SEED=` replays.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -26,13 +29,17 @@ interface Tally {
   cuts: number;
   cutsBeforeResponse: number;
   cutsInPriming: number;
+  /** Cuts that landed past the priming event, inside the events. */
+  cutsMidStream: number;
   serverCloses: number;
   orphanedPosts: number;
   events: number;
 }
 
+type Cut = OpenOptions & { kind: 'none' | 'before-response' | 'in-priming' | 'mid-stream' };
+
 /** Where to cut the next connection, if at all. */
-function plan(rng: Rng, expectedBytes: number): OpenOptions & { kind: string } {
+function plan(rng: Rng, expectedBytes: number): Cut {
   const r = rng.next();
   if (r < 0.45) return { kind: 'none' };
   if (r < 0.55) return { kind: 'before-response', abortBeforeResponse: true };
@@ -41,15 +48,39 @@ function plan(rng: Rng, expectedBytes: number): OpenOptions & { kind: string } {
   return { kind: 'mid-stream', abortAtByte: rng.int(0, Math.max(1, expectedBytes)) };
 }
 
+/** A call whose first connections are cut as given, not as drawn. */
+interface Forced {
+  args: { steps: number; intervalMs: number; closeEvery: number; retryMs: number };
+  cuts: Cut[];
+}
+
+/**
+ * The first call of every run: each kind of cut and a server close, whatever the seed. A priming
+ * event is 46 bytes here (`id: <22 chars>.0`, `retry: 0`, `data: `), an event about 150.
+ */
+const FORCED: Forced = {
+  args: { steps: 4, intervalMs: 5, closeEvery: 1, retryMs: 0 },
+  cuts: [
+    // The POST, cut before its answer: no cursor, so the call is asked again under a new id…
+    { kind: 'before-response', abortBeforeResponse: true },
+    // …and again, cut inside its priming event: still no cursor.
+    { kind: 'in-priming', abortAtByte: 20 },
+    // The third POST is read whole: the tool closes it after step 1 (closeEvery 1, 4 steps).
+    { kind: 'none' },
+    // The resume from step 1 is cut inside the next event (priming, then step 2 at least).
+    { kind: 'mid-stream', abortAtByte: 100 },
+  ],
+};
+
 /**
  * One tool call driven to its result through cuts and resumes. Returns the data events it got, in
  * the order they arrived, after checking every connection on the way.
  */
-async function chaosCall(session: RawSession, rng: Rng, id: number, tally: Tally): Promise<void> {
-  const steps = rng.int(1, 40);
-  const closeEvery = rng.chance(0.6) ? rng.int(1, Math.max(1, Math.ceil(steps / 2))) : undefined;
-  const intervalMs = rng.pick([0, 0, 0, 1, 2, 5]);
-  const retryMs = rng.int(0, 50);
+async function chaosCall(session: RawSession, rng: Rng, id: number, tally: Tally, forced?: Forced): Promise<void> {
+  const steps = forced?.args.steps ?? rng.int(1, 40);
+  const closeEvery = forced ? forced.args.closeEvery : rng.chance(0.6) ? rng.int(1, Math.max(1, Math.ceil(steps / 2))) : undefined;
+  const intervalMs = forced?.args.intervalMs ?? rng.pick([0, 0, 0, 1, 2, 5]);
+  const retryMs = forced?.args.retryMs ?? rng.int(0, 50);
   const args = { steps, intervalMs, retryMs, ...(closeEvery ? { closeEvery } : {}) };
   const where = `call ${id} ${JSON.stringify(args)} in session ${session.sessionId}`;
   const expectedBytes = steps * 170 + 300;
@@ -60,7 +91,7 @@ async function chaosCall(session: RawSession, rng: Rng, id: number, tally: Tally
   const got: Array<{ id: string; message: any }> = [];
   for (let connection = 0; ; connection++) {
     if (connection >= MAX_CONNECTIONS) throw new Error(`${where}: no result after ${MAX_CONNECTIONS} connections`);
-    const cut = plan(rng, expectedBytes);
+    const cut = forced?.cuts[connection] ?? plan(rng, expectedBytes);
     tally.connections++;
     let stream: RawSse;
     if (cursor === undefined) {
@@ -79,6 +110,7 @@ async function chaosCall(session: RawSession, rng: Rng, id: number, tally: Tally
       tally.cuts++;
       if (cut.kind === 'before-response') tally.cutsBeforeResponse++;
       if (cut.kind === 'in-priming') tally.cutsInPriming++;
+      if (cut.kind === 'mid-stream' && stream.blocks.length > 0) tally.cutsMidStream++;
     } else {
       expect(how, `${where}: connection ${connection} failed`).toBe('server');
     }
@@ -139,23 +171,32 @@ async function chaosCall(session: RawSession, rng: Rng, id: number, tally: Tally
   expect(got.at(-1)).toBe(results[0]);
 }
 
-async function runChaos(sut: ServerUnderTest, seed: number, cycles: number): Promise<Tally> {
-  const tally: Tally = {
-    cycles: 0,
-    connections: 0,
-    cuts: 0,
-    cutsBeforeResponse: 0,
-    cutsInPriming: 0,
-    serverCloses: 0,
-    orphanedPosts: 0,
-    events: 0,
-  };
+const emptyTally = (): Tally => ({
+  cycles: 0,
+  connections: 0,
+  cuts: 0,
+  cutsBeforeResponse: 0,
+  cutsInPriming: 0,
+  cutsMidStream: 0,
+  serverCloses: 0,
+  orphanedPosts: 0,
+  events: 0,
+});
+
+/** The forced call (on lane 0, before its random cycles), then the random cycles on every lane. */
+async function runChaos(sut: ServerUnderTest, seed: number, cycles: number): Promise<{ tally: Tally; forced: Tally }> {
+  const tally = emptyTally();
+  const forced = emptyTally();
   const root = new Rng(seed);
   let next = 0;
   const lanes = Array.from({ length: LANES }, async (_, lane) => {
     const rng = root.fork();
     const session = await RawSession.open(sut.url);
     let id = lane * 100_000;
+    if (lane === 0) {
+      await chaosCall(session, rng, ++id, forced, FORCED);
+      forced.cycles++;
+    }
     while (next < cycles) {
       next++;
       await chaosCall(session, rng, ++id, tally);
@@ -164,7 +205,7 @@ async function runChaos(sut: ServerUnderTest, seed: number, cycles: number): Pro
     expect((await session.del()).status).toBe(200);
   });
   await Promise.all(lanes);
-  return tally;
+  return { tally, forced };
 }
 
 describe.each(adapters)('chaos: $name', (adapter) => {
@@ -198,14 +239,20 @@ describe.each(adapters)('chaos: $name', (adapter) => {
         const servers = new ServerCounter();
         sut = await adapter.start(adapter.inProcess ? { eventStore, server: servers.factory(), retryMs: 0 } : { retryMs: 0 });
         const started = performance.now();
-        const tally = await runChaos(sut, seed, variant.cycles);
-        console.log(`[chaos ${adapter.name} ${variant.store}] ${JSON.stringify(tally)} in ${Math.round(performance.now() - started)} ms`);
+        const { tally, forced } = await runChaos(sut, seed, variant.cycles);
+        const ms = Math.round(performance.now() - started);
+        console.log(
+          `[chaos ${adapter.name} ${variant.store}] forced ${JSON.stringify(forced)}, random ${JSON.stringify(tally)} in ${ms} ms`,
+        );
         expect(tally.cycles).toBeGreaterThanOrEqual(variant.cycles);
-        // The chaos really happened: cuts of every kind and server closes.
+        // The chaos really happened. Every kind of cut and a server close, in the forced call
+        // whatever the seed; many cuts in the random cycles.
+        expect(forced.cutsBeforeResponse).toBeGreaterThan(0);
+        expect(forced.cutsInPriming).toBeGreaterThan(0);
+        expect(forced.orphanedPosts).toBeGreaterThan(0);
+        expect(forced.serverCloses).toBeGreaterThan(0);
+        expect(forced.cutsMidStream).toBeGreaterThan(0);
         expect(tally.cuts).toBeGreaterThan(tally.cycles / 4);
-        expect(tally.cutsBeforeResponse).toBeGreaterThan(0);
-        expect(tally.cutsInPriming).toBeGreaterThan(0);
-        expect(tally.serverCloses).toBeGreaterThan(0);
         expect(sut.errors).toEqual([]);
         if (!adapter.inProcess) return;
         // Nothing left behind: every session closed its server and dropped its stored events.

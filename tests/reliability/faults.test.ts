@@ -12,6 +12,7 @@ import { jsonRpcError, RawSession, send, splitId, type RawSse } from '@mcp-kit/t
 import { GatedStore, registerBurst, registerTicker, ServerCounter, TwoPhase } from '@mcp-kit/testbed/probes';
 import { collect, listenerPid, rssOf } from '@mcp-kit/testbed/memory';
 import { count } from '@mcp-kit/testbed/random';
+import { metricsSnapshot, total as metricTotal, type TelemetrySnapshot } from '@mcp-kit/testbed/otel';
 
 const MB = 1024 * 1024;
 const mb = (bytes: number) => Math.round((bytes / MB) * 10) / 10;
@@ -30,6 +31,16 @@ function events(streams: RawSse[]): Array<{ seq: number; message: any }> {
   }
   expect(tokens.size).toBe(1);
   return out;
+}
+
+/**
+ * What the OpenTelemetry SDK inside a `next start` (MCP_KIT_OTEL=memory, see apps/next-example/otel.ts)
+ * has counted so far: across processes, what a client that holds still cannot see.
+ */
+async function nextMetrics(url: string): Promise<TelemetrySnapshot> {
+  const res = await fetch(`${new URL(url).origin}/mcp-kit/otel`);
+  if (!res.ok) throw new Error(`/mcp-kit/otel answered ${res.status}: ${await res.text()}`);
+  return { metrics: metricsSnapshot((await res.json()).metrics), spans: [] };
 }
 
 /** Samples the server's RSS until stopped: a reading to report, not a timing. */
@@ -181,11 +192,20 @@ describe.each(adapters)('faults: $name', (adapter) => {
     // In-process: a probe with 4 KiB events. `next start`: long_task's small events, many of them.
     const [total, size] = adapter.inProcess ? [count(2_000, 8_000), 4096] : [count(40_000, 100_000), 0];
     const store = new MemoryEventStore({ maxBytes: 1024 * MB, maxEventsPerStream: 1_000_000 });
-    sut = await adapter.start(
-      adapter.inProcess
-        ? { maxBufferedBytes, retryMs, eventStore: store, server: new ServerCounter().factory((server) => registerBurst(server, produced)) }
-        : { maxBufferedBytes, retryMs, eventStore: { maxBytes: 1024 * MB, maxEventsPerStream: 1_000_000 } },
-    );
+    // `next start` inherits the environment: its OpenTelemetry SDK counts what the test must wait for.
+    if (!adapter.inProcess) process.env.MCP_KIT_OTEL = 'memory';
+    sut = await adapter
+      .start(
+        adapter.inProcess
+          ? {
+              maxBufferedBytes,
+              retryMs,
+              eventStore: store,
+              server: new ServerCounter().factory((server) => registerBurst(server, produced)),
+            }
+          : { maxBufferedBytes, retryMs, eventStore: { maxBytes: 1024 * MB, maxEventsPerStream: 1_000_000 } },
+      )
+      .finally(() => delete process.env.MCP_KIT_OTEL);
     // The most any response held unsent, seen at every write the bridge makes.
     let maxHeld = 0;
     sut.inProcess?.server.on('request', (_req, res: ServerResponse) => {
@@ -208,9 +228,19 @@ describe.each(adapters)('faults: $name', (adapter) => {
     if (adapter.inProcess) {
       await allProduced;
     } else {
-      // Across processes nothing tells a client that holds still how far the burst got, so it holds
-      // still for a fixed time: several times what the long run needed to fill the kernel buffers.
-      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      // Across processes the server's metrics say it: the burst stored (every step and the result)
+      // and this connection cut as a slow reader.
+      for (const deadline = Date.now() + 60_000; ;) {
+        const seen = await nextMetrics(sut.url);
+        const stored = metricTotal(seen, 'mcp_kit.events.stored');
+        const cut = metricTotal(seen, 'mcp_kit.sse.closes', {
+          'mcp_kit.stream.kind': 'post',
+          'mcp_kit.stream.close_reason': 'slow-reader',
+        });
+        if (stored >= total + 1 && cut >= 1) break;
+        if (Date.now() > deadline) throw new Error(`after 60 s: ${stored} of ${total + 1} events stored, ${cut} slow-reader cut`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
     }
     const memory = rss.stop();
     first.resume();

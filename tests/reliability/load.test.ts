@@ -232,5 +232,19 @@ describe.each(adapters)('load: $name', (adapter) => {
     const late = await RawSession.open(sut.url);
     expect(late.sessionId).toMatch(/^[A-Za-z0-9_-]{22}$/);
     expect((await inside.post(toolCall(2, 'test_simple_text'))).status).toBe(200);
+    // The cap held: of the sessions the storm opened, no more are still served than fit beside the
+    // busy one and the newcomer; the others were let go to make room (404, 2025-11-25 "Session
+    // Management"). Asked last: a request makes a session recent, and would change whom the
+    // newcomer pushes out.
+    const statuses = await Promise.all(
+      admitted.map(
+        async (r) =>
+          (await new RawSession(sut!.url, r.headers['mcp-session-id'] as string).post({ jsonrpc: '2.0', id: 1, method: 'ping' })).status,
+      ),
+    );
+    const alive = statuses.filter((s) => s === 200).length;
+    expect(alive + statuses.filter((s) => s === 404).length, `statuses ${statuses.join(' ')}`).toBe(admitted.length);
+    expect(alive, `storm sessions still served, beside the busy one and the newcomer, at a cap of ${cap}`).toBeLessThanOrEqual(cap - 2);
+    if (sut.inProcess) expect(sut.inProcess.handler.sessionCount).toBeLessThanOrEqual(cap);
   });
 });

@@ -18,6 +18,9 @@
  * and moves the store's clock to each task's TTL. `next start` runs in its own process: there the
  * audit polls, as a client would.
  *
+ * Before the random lifecycles, each lane runs one whose choices are scripted (FORCED below), so
+ * that every behaviour above happens in every run, whatever the seed draws.
+ *
  * CI runs 50 lifecycles per adapter; `pnpm test:chaos` (LONG=1) runs 1,000. `SEED=` replays.
  */
 import { createServer } from 'node:http';
@@ -386,16 +389,18 @@ function expectConsistent(l: Lifecycle, task: any, previous: any, where: string)
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function pickTool(rng: Rng, index: number): { tool: Tool; args: Record<string, unknown> } {
-  const tool = rng.weighted<Tool>([
-    [4, 'slow_compute'],
-    [2, 'failing_job'],
-    [2, 'protocol_error_job'],
-    [4, 'confirm_delete'],
-    [4, 'multi_input'],
-    [1, 'test_tool_with_task'],
-    [1, 'greet'],
-  ]);
+function pickTool(rng: Rng, index: number, forced?: Tool): { tool: Tool; args: Record<string, unknown> } {
+  const tool =
+    forced ??
+    rng.weighted<Tool>([
+      [4, 'slow_compute'],
+      [2, 'failing_job'],
+      [2, 'protocol_error_job'],
+      [4, 'confirm_delete'],
+      [4, 'multi_input'],
+      [1, 'test_tool_with_task'],
+      [1, 'greet'],
+    ]);
   const tag = `${index}-${rng.int(0, 1e6)}`;
   switch (tool) {
     case 'slow_compute':
@@ -410,8 +415,8 @@ function pickTool(rng: Rng, index: number): { tool: Tool; args: Record<string, u
   }
 }
 
-/** Another principal asks for, answers and cancels the task: it must not exist for them. */
-async function probeAsStranger(url: string, l: Lifecycle, rng: Rng, open: string[], tally: Tally): Promise<void> {
+/** Another principal asks for, answers and cancels the task (some of these, or `all`): it must not exist for them. */
+async function probeAsStranger(url: string, l: Lifecycle, rng: Rng, open: string[], tally: Tally, all = false): Promise<void> {
   const stranger = new TaskClient(url, rng.pick(PRINCIPALS.filter((p) => p !== l.principal)));
   const taskId = l.taskId!;
   const attempts: Array<[string, Record<string, unknown>]> = [
@@ -427,7 +432,7 @@ async function probeAsStranger(url: string, l: Lifecycle, rng: Rng, open: string
     ['tasks/cancel', { taskId }],
   ];
   for (const [method, params] of attempts) {
-    if (!rng.chance(0.6)) continue;
+    if (!all && !rng.chance(0.6)) continue;
     const { status, message } = await stranger.send(method, params);
     expect([status, message.error?.code], `${method} by ${String(stranger.principal)} of a task of ${String(l.principal)}`).toEqual([
       200, -32602,
@@ -436,19 +441,63 @@ async function probeAsStranger(url: string, l: Lifecycle, rng: Rng, open: string
   }
 }
 
+/** The choices of a scripted lifecycle; what it leaves out is drawn as in any other. */
+interface Script {
+  tool: Tool;
+  /** How the create request ends. */
+  cut?: 'none' | 'before-response' | 'racing';
+  /** Cancel at the first poll that follows a question left unanswered (the cancel must win). */
+  cancelWhileAsking?: boolean;
+  /** Stop polling at this poll. */
+  giveUpAtPoll?: number;
+  /** Probe the task as another principal at every poll, every way (where requests carry principals). */
+  probe?: boolean;
+  /** How each round of questions is answered: none, only the first open one, or all of them. */
+  answer?: {
+    which: 'none' | 'first' | 'all';
+    how?: 'plain' | 'cut-then-again' | 'beside-a-cancel';
+    stray?: boolean;
+    again?: boolean;
+  };
+}
+
+/**
+ * One scripted lifecycle per lane, run first: each behaviour the header lists, whatever the seed.
+ * The test checks afterwards that each one happened.
+ */
+const FORCED: Script[] = [
+  // A partial answer (two questions asked at once), its update cut and sent again, with a stray
+  // answer, then the same answers again (ignored); the next round answers the rest.
+  { tool: 'multi_input', cut: 'none', answer: { which: 'first', how: 'cut-then-again', stray: true, again: true } },
+  // A question left open, then a cancel: it must win.
+  { tool: 'confirm_delete', cut: 'none', cancelWhileAsking: true, answer: { which: 'none' } },
+  // Answers and a cancel at once: either wins.
+  { tool: 'confirm_delete', cut: 'none', answer: { which: 'all', how: 'beside-a-cancel' } },
+  // Creates whose client closes the connection: before the answer, and racing it.
+  { tool: 'slow_compute', cut: 'before-response' },
+  { tool: 'failing_job', cut: 'racing' },
+  // A client that gives up before its first poll; the task fails all the same.
+  { tool: 'protocol_error_job', cut: 'none', giveUpAtPoll: 0 },
+  // Not a task, and a question before the task; its task probed by strangers at every poll.
+  { tool: 'greet', cut: 'none' },
+  { tool: 'test_tool_with_task', cut: 'none', probe: true },
+];
+
 /** One client's task, from its creation to its end or to the client giving up. */
-async function runLifecycle(url: string, principals: boolean, rng: Rng, index: number, tally: Tally): Promise<Lifecycle> {
-  const { tool, args } = pickTool(rng, index);
+async function runLifecycle(url: string, principals: boolean, rng: Rng, index: number, tally: Tally, script?: Script): Promise<Lifecycle> {
+  const { tool, args } = pickTool(rng, index, script?.tool);
   const l: Lifecycle = { index, tool, args, principal: principals ? rng.pick(PRINCIPALS) : undefined, answers: new Map() };
   const where = () => `lifecycle ${index} (${tool} ${JSON.stringify(args)}, principal ${String(l.principal)}, task ${l.taskId})`;
   const client = new TaskClient(url, l.principal);
 
   // Creating it; some clients close the connection and never hear back.
-  const cut = rng.weighted([
-    [88, 'none'],
-    [8, 'before-response'],
-    [4, 'racing'],
-  ] as const);
+  const cut =
+    script?.cut ??
+    rng.weighted([
+      [88, 'none'],
+      [8, 'before-response'],
+      [4, 'racing'],
+    ] as const);
   if (cut !== 'none' && tool !== 'greet' && tool !== 'test_tool_with_task') {
     await client.abandon('tools/call', { name: tool, arguments: args }, cut === 'racing' ? rng.int(0, 20) : undefined);
     l.abandoned = true;
@@ -477,21 +526,23 @@ async function runLifecycle(url: string, principals: boolean, rng: Rng, index: n
   l.taskId = created.taskId;
   tally.tasks++;
 
-  const cancelAtPoll = rng.chance(0.25) ? rng.int(0, 5) : undefined;
+  const cancelAtPoll = script ? undefined : rng.chance(0.25) ? rng.int(0, 5) : undefined;
   let previous: any;
   /** Answers sent since the last poll: a cancel right after them may lose to the tool. */
   let answeredSincePoll = false;
   for (let poll = 0; ; poll++) {
     if (poll >= MAX_POLLS) throw new Error(`${where()}: not over after ${MAX_POLLS} polls: ${JSON.stringify(previous)}`);
-    if (rng.chance(0.03)) {
+    if (script ? poll === script.giveUpAtPoll : rng.chance(0.03)) {
       l.gaveUp = true;
       tally.gaveUp++;
       return l;
     }
-    if (principals && rng.chance(0.1)) await probeAsStranger(url, l, rng, Object.keys(previous?.inputRequests ?? {}), tally);
-    if (poll === cancelAtPoll) {
+    if (principals && (script ? script.probe : rng.chance(0.1)))
+      await probeAsStranger(url, l, rng, Object.keys(previous?.inputRequests ?? {}), tally, script?.probe);
+    const asking = previous?.status === 'input_required' && !answeredSincePoll;
+    if (poll === cancelAtPoll || (script?.cancelWhileAsking && asking)) {
       l.cancelled = true;
-      l.cancelMustWin = previous?.status === 'input_required' && !answeredSincePoll;
+      l.cancelMustWin = asking;
       tally.cancels++;
       if (l.cancelMustWin) tally.cancelsWhileAsking++;
       expect(await client.result('tasks/cancel', { taskId: l.taskId }), where()).toEqual({ resultType: 'complete' });
@@ -518,20 +569,23 @@ async function runLifecycle(url: string, principals: boolean, rng: Rng, index: n
 
     // Questions: answer some now (a partial update), the rest later, some twice, or none (give up later).
     const open = Object.entries(task.inputRequests as Record<string, { params: { message: string } }>);
-    const now = open.filter(() => rng.chance(0.6));
+    const which = script?.answer?.which;
+    const now = which === 'none' ? [] : which === 'first' ? open.slice(0, 1) : which === 'all' ? open : open.filter(() => rng.chance(0.6));
     if (now.length === 0) continue;
     const responses: Record<string, unknown> = {};
     for (const [key, q] of now) responses[key] = answerTo(q.params.message, rng, index);
-    if (rng.chance(0.1)) {
+    if (script?.answer ? script.answer.stray : rng.chance(0.1)) {
       responses['no-such-question'] = { action: 'accept', content: { confirm: true } };
       tally.strayAnswers++;
     }
     const update = { taskId: l.taskId, inputResponses: responses };
-    const how = rng.weighted([
-      [85, 'plain'],
-      [8, 'cut-then-again'],
-      [7, 'beside-a-cancel'],
-    ] as const);
+    const how =
+      script?.answer?.how ??
+      rng.weighted([
+        [85, 'plain'],
+        [8, 'cut-then-again'],
+        [7, 'beside-a-cancel'],
+      ] as const);
     if (how === 'cut-then-again') {
       // Lost on the way, as far as the client knows: it sends the same answers again.
       await client.abandon('tasks/update', update);
@@ -550,7 +604,7 @@ async function runLifecycle(url: string, principals: boolean, rng: Rng, index: n
     if (now.length < open.length) tally.partialUpdates++;
     for (const [key, q] of now) l.answers.set(q.params.message, responses[key]);
     answeredSincePoll = true;
-    if (rng.chance(0.15)) {
+    if (script?.answer ? script.answer.again : rng.chance(0.15)) {
       // The same questions answered again, differently: already answered, so ignored.
       const again = Object.fromEntries(now.map(([key, q]) => [key, answerTo(q.params.message, rng, index)]));
       expect(await client.result('tasks/update', { taskId: l.taskId, inputResponses: again }), where()).toEqual({ resultType: 'complete' });
@@ -736,8 +790,10 @@ describe.each(targets)('tasks chaos: $name', (target) => {
       const started = performance.now();
       let next = 0;
       await Promise.all(
-        Array.from({ length: LANES }, async () => {
+        Array.from({ length: LANES }, async (_, lane) => {
           const rng = root.fork();
+          const script = FORCED[lane];
+          if (script) lifecycles.push(await runLifecycle(sut!.url, target.inProcess, rng, -1 - lane, tally, script));
           while (next < LIFECYCLES) {
             const index = next++;
             lifecycles.push(await runLifecycle(sut!.url, target.inProcess, rng, index, tally));
@@ -753,13 +809,24 @@ describe.each(targets)('tasks chaos: $name', (target) => {
 
       expect(tally.lifecycles).toBe(LIFECYCLES);
       expect(audited.stuck).toBe(0);
-      // The chaos really happened.
-      if (LIFECYCLES >= 50) {
-        expect(tally.tasks).toBeGreaterThan(LIFECYCLES / 2);
-        expect(tally.cancels + tally.gaveUp + tally.abandonedCreates).toBeGreaterThan(0);
-        expect(tally.updates).toBeGreaterThan(0);
-        expect(audited.completed).toBeGreaterThan(0);
-      }
+      // The chaos really happened: every behaviour at least once (the scripted lifecycles make
+      // sure of it, whatever the seed), and most lifecycles made a task.
+      const happened = {
+        abandonedCreates: tally.abandonedCreates,
+        gaveUp: tally.gaveUp,
+        cancelsWhileAsking: tally.cancelsWhileAsking,
+        partialUpdates: tally.partialUpdates,
+        updatesCut: tally.updatesCut,
+        duplicateAnswers: tally.duplicateAnswers,
+        strayAnswers: tally.strayAnswers,
+        notTasks: tally.notTasks,
+        ...(target.inProcess ? { foreignProbes: tally.foreignProbes } : {}),
+        completed: audited.completed,
+        failed: audited.failed,
+        cancelled: audited.cancelled,
+      };
+      expect(Object.entries(happened).filter(([, n]) => n === 0)).toEqual([]);
+      if (LIFECYCLES >= 50) expect(tally.tasks).toBeGreaterThan(LIFECYCLES / 2);
       expect(sut.errors).toEqual([]);
       if (sut.inProcess) expect(sut.inProcess.handler.sessionCount).toBe(0);
     },

@@ -1,5 +1,5 @@
 /**
- * Issue 21: a serverless platform, simulated (packages/testbed/src/serverless.ts). Three instances (two
+ * A serverless platform, simulated (packages/testbed/src/serverless.ts). Three instances (two
  * `next start`, one express-example) in a shared cluster, no route between them, one
  * redis-server, behind a proxy that picks a random instance per request and freezes (`SIGSTOP`)
  * every instance with no request in flight and nothing in `waitUntil`. 50 clients of both eras
@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startServerless, type ServerlessPlatform } from '@mcp-kit/testbed/serverless';
 import { figures, legacyClient, taskClient } from '@mcp-kit/testbed/serverless-workload';
+import { seedFor } from '@mcp-kit/testbed/random';
 
 const LEGACY_CLIENTS = 30;
 const TASK_CLIENTS = 20;
@@ -20,6 +21,8 @@ beforeAll(async () => {
     // A 3 s heartbeat window: four lanes of npm test on two cores once starved an instance past 900 ms
     // (HEARTBEAT_MS 300), and its running task was declared lost.
     env: { HEARTBEAT_MS: '1000', RETRY_MS: '100' },
+    // The proxy's dice: `SEED=` replays a run's choice of instance per request.
+    seed: seedFor('serverless simulation'),
   });
 }, 60_000);
 

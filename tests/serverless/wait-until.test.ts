@@ -1,5 +1,5 @@
 /**
- * Issue 21: on a platform that freezes an idle instance, a 2025 call whose stream the tool closed
+ * On a platform that freezes an idle instance, a 2025 call whose stream the tool closed
  * (`closeSSEStream`) keeps running only if the instance registered it with `waitUntil`. Without,
  * the instance is frozen mid-call; its client, resuming on another instance, is told the call was
  * lost (the documented error, LOST_CALL in packages/core/src/cluster/lost-calls.ts) within a few

@@ -2,6 +2,7 @@
  * Raw chaos clients for the fault battery: beside the SDK clients, each opens a session
  * over raw HTTP and runs `long_task` calls with `closeEvery`, cutting its own connections at random
  * byte offsets and resuming with the last event id it saw, through whatever the scenario breaks.
+ * Each client's first connections are cut until one cut lands, whatever its seed draws.
  * A 502/503 (the documented answers of a store or an instance that failed) is waited out and the
  * same request sent again, as a client honouring `Retry-After` would; everything else is recorded
  * for the audit: each call ends with its result or a JSON-RPC error the server sent, its steps
@@ -103,9 +104,12 @@ export class RawChaosClient {
         outcome.stuck = `no answer after ${o.callDeadlineMs ?? 30_000} ms (last event ${cursor ?? 'none'})`;
         return outcome;
       }
-      // Cut a third of the connections somewhere past the priming event (~60 bytes): a call whose
+      // Cut a third of the connections somewhere past the priming event (~50 bytes): a call whose
       // POST is cut before its first event id cannot be resumed, and is not what this client tests.
-      const cut = rng.chance(0.33) ? { abortAtByte: rng.int(80, o.steps * 120) } : {};
+      // Until one cut has landed, every connection is cut inside its first event (which ends past
+      // byte 190), so that no seed leaves a client uncut.
+      const cut =
+        this.tally.cuts === 0 ? { abortAtByte: rng.int(80, 190) } : rng.chance(0.33) ? { abortAtByte: rng.int(80, o.steps * 120) } : {};
       this.tally.connections++;
       let stream: RawSse;
       try {
@@ -220,6 +224,9 @@ export function auditRawChaos(clients: RawChaosClient[], steps: number, mayEndEa
       expect(o.steps, `${where}: ${o.error?.message}`).toEqual(Array.from({ length: o.steps.length }, (_, i) => i + 1));
     }
   }
+  // Each client that heard an event cut a connection (its first cuts are forced to land).
+  for (const c of clients)
+    if (c.outcomes.some((o) => o.steps.length > 0)) expect(c.tally.cuts, `${c.name}: connections it cut`).toBeGreaterThan(0);
   const statuses = new Set(clients.flatMap((c) => [...c.tally.statuses.keys()]));
   expect([...statuses].filter((s) => ![200, 202, 204, 502, 503].includes(s))).toEqual([]);
 }

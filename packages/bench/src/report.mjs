@@ -242,7 +242,7 @@ export function renderTables(run) {
   return out.join('\n');
 }
 
-/** The targets of issue 5, per mcp-kit server: "✓ detail" or "✗ detail". */
+/** The performance targets (docs/benchmarks.md, "targets"), per mcp-kit server: "✓ detail" or "✗ detail". */
 export function evaluateTargets(run) {
   const R = run.results;
   const ok = (pass, detail) => `${pass ? '✓' : '✗'} ${detail}`;
@@ -439,7 +439,7 @@ ${table(['workload', 'mcp-kit Express', 'with OpenTelemetry', 'rate ÷ plain', '
 }
 
 /**
- * What the OAuth resource server costs (issue 29): the Express row with a JWT on every request
+ * What the OAuth resource server costs: the Express row with a JWT on every request
  * (`auth` with `jwtVerifier`, JWKS fetched once) over the same row without, per workload both ran.
  * The target: within 10% of the rate. Empty when they did not both run.
  */

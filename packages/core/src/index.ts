@@ -36,7 +36,7 @@ export type {
   StreamWriter,
   UnfinishedStream,
 } from './ports/event-store.js';
-export { StreamTakenOver } from './ports/event-store.js';
+export { StreamGap, StreamTakenOver } from './ports/event-store.js';
 export type { TaskStore, TaskRecord, TaskStatus, TaskChange, TaskSignalListener, InputRequest } from './ports/task-store.js';
 export { TERMINAL_STATUSES } from './ports/task-store.js';
 export type { SessionCluster, SessionDirectory } from './ports/cluster.js';

@@ -24,5 +24,6 @@ export { resolveOptions } from './options.js';
 export type { ResolvedOptions } from './options.js';
 export { asError, settle } from './util/errors.js';
 export { positiveInt, nonNegativeInt } from './util/numbers.js';
+export { pauseBefore, REDIS_RECONNECT_MS } from './util/retry.js';
 export { retainedBy } from './retained.js';
 export type { Retained } from './retained.js';

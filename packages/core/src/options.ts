@@ -11,6 +11,7 @@ import { resolveStores } from './stores.js';
 import type { ConnectableServer } from './sdk/connectable-server.js';
 import { TelemetryHub } from './telemetry/hub.js';
 import { nonNegativeInt, positiveInt } from './util/numbers.js';
+import { deprecated } from './util/deprecation.js';
 
 export type { ConnectableServer } from './sdk/connectable-server.js';
 
@@ -100,7 +101,7 @@ export interface McpHandlerOptions {
   /**
    * Ends every SSE connection after this many ms (with the `retry` hint), before a platform limit
    * (serverless max duration, proxy read timeout) cuts it. Clients resume without loss. Requires
-   * clients on protocol 2025-11-25 or later (see `legacyPolling`). Default: off.
+   * clients on protocol 2025-11-25 or later (see `pollPre20251125Clients`). Default: off.
    */
   maxStreamDurationMs?: number;
   /**
@@ -187,8 +188,13 @@ export interface McpHandlerOptions {
   /**
    * Clients that negotiated a protocol version before 2025-11-25 may choke on the empty `data` of
    * a priming event and may not resume a closed POST stream, so by default they get no priming event
-   * and `closeSSEStream` leaves their stream open. `true` treats them like current clients.
-   * Default `false`.
+   * and `closeSSEStream` leaves their stream open. `true` lets them poll as 2025-11-25 clients do
+   * (SEP-1699: priming events, `retry`, streams the tool closes). Default `false`.
+   */
+  pollPre20251125Clients?: boolean;
+  /**
+   * @deprecated Use {@link pollPre20251125Clients}, which it stands for (the `legacy` era includes
+   * 2025-11-25; this option is about the clients before it). Goes in the next minor release.
    */
   legacyPolling?: boolean;
   /** Called with errors that are not the client's fault (a failing store, a server factory that throws). */
@@ -196,9 +202,8 @@ export interface McpHandlerOptions {
   /**
    * Several instances behind a load balancer without sticky sessions (e.g. `@mcp-kit/redis`):
    * requests for a session another instance owns are forwarded to it (forwarding mode), or served
-   * here with a copy restored from its record (shared mode), and a `GET` + `Last-Event-ID` of a
-   * stream written elsewhere is served here from the shared `eventStore`. Needs an `eventStore`
-   * all instances share. Ignored in stateless mode. Default: none (sessions live on one instance).
+   * here by a copy restored from its record (shared mode); a resume of a stream written elsewhere is
+   * served from the `eventStore` all instances share. Ignored in stateless mode. Default: none.
    */
   cluster?: SessionCluster;
   /** An OAuth 2.1 resource server: every request needs a bearer token (see {@link AuthOptions}). Default: none. */
@@ -235,7 +240,7 @@ export interface ResolvedOptions {
   dnsRebindingProtection: boolean | 'auto';
   allowedHosts: string[];
   allowedOrigins: string[];
-  legacyPolling: boolean;
+  pollPre20251125Clients: boolean;
   onError: (error: Error) => void;
   cluster: SessionCluster | undefined;
   /** The resource server, when `auth` is set. */
@@ -285,7 +290,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     dnsRebindingProtection: options.dnsRebindingProtection ?? 'auto',
     allowedHosts,
     allowedOrigins: (options.allowedOrigins ?? allowedHosts).map((o) => o.toLowerCase().replace(/\/$/, '')),
-    legacyPolling: options.legacyPolling ?? false,
+    pollPre20251125Clients: resolvePollPre20251125Clients(options),
     onError,
     cluster: options.stateless ? undefined : resolveCluster(options.cluster),
     auth:
@@ -296,10 +301,7 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
   };
 }
 
-/**
- * A cluster names its mode by what it gives beside its directory: `owners` (forwarding) or
- * `copies` (shared), exactly one of them (the engine picks the mode's strategy from it, once).
- */
+/** A cluster names its mode by what it gives beside its directory: exactly one of `owners` (forwarding) or `copies` (shared). */
 function resolveCluster(cluster: SessionCluster | undefined): SessionCluster | undefined {
   if (cluster === undefined) return undefined;
   if (typeof cluster?.directory !== 'object' || cluster.directory === null)
@@ -313,6 +315,16 @@ function resolveClientKey(clientKey: McpHandlerOptions['clientKey']): ResolvedOp
   if (clientKey === undefined) return (req) => req.remoteAddress;
   if (typeof clientKey !== 'function') throw new TypeError(`${OWNER}: clientKey must be a function (req) => string | undefined`);
   return clientKey;
+}
+
+function resolvePollPre20251125Clients(options: McpHandlerOptions): boolean {
+  if (options.legacyPolling !== undefined) {
+    deprecated(
+      'MCP_KIT_LEGACY_POLLING',
+      `${OWNER}: legacyPolling is deprecated: use pollPre20251125Clients (the same switch, for clients that negotiated a version before 2025-11-25)`,
+    );
+  }
+  return resolveBoolean(options.pollPre20251125Clients ?? options.legacyPolling, false, 'pollPre20251125Clients');
 }
 
 function resolveBoolean(value: unknown, fallback: boolean, name: string): boolean {

@@ -18,7 +18,7 @@ export interface Retained {
 
 /**
  * For tests: what `handler` holds per session, summed, each of which must come back to what is
- * live once clients let go (issue 27, item 8). Walks every session: not for a hot path.
+ * live once clients let go (invariant: bounded). Walks every session: not for a hot path.
  */
 export function retainedBy(handler: McpHandler): Retained {
   const { registry } = (handler as unknown as { ctx: EngineContext }).ctx;

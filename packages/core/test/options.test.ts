@@ -28,7 +28,7 @@ describe('resolveOptions: defaults', () => {
     expect(o.maxBodyBytes).toBe(4 * 1024 * 1024);
     expect(o.maxBufferedBytes).toBe(4 * 1024 * 1024);
     expect(o.dnsRebindingProtection).toBe('auto');
-    expect(o.legacyPolling).toBe(false);
+    expect(o.pollPre20251125Clients).toBe(false);
     expect(o.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]']);
     expect(o.allowedOrigins).toEqual(o.allowedHosts);
   });
@@ -72,7 +72,7 @@ describe('resolveOptions: given values', () => {
       maxBodyBytes: 3,
       maxBufferedBytes: 4,
       dnsRebindingProtection: true,
-      legacyPolling: true,
+      pollPre20251125Clients: true,
     };
     const o = resolveOptions({ server, ...given, onError });
     expect(o).toMatchObject(given);
@@ -139,6 +139,21 @@ describe('resolveOptions: errors', () => {
     );
   });
 
+  it('takes the deprecated legacyPolling for pollPre20251125Clients, and says so once per process', () => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    expect(resolveOptions({ server, legacyPolling: true }).pollPre20251125Clients).toBe(true);
+    expect(resolveOptions({ server, legacyPolling: false }).pollPre20251125Clients).toBe(false);
+    // The new name wins over the old one.
+    expect(resolveOptions({ server, legacyPolling: true, pollPre20251125Clients: false }).pollPre20251125Clients).toBe(false);
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(warn.mock.calls[0]![0]).toMatch(/legacyPolling is deprecated: use pollPre20251125Clients/);
+    expect(warn.mock.calls[0]![1]).toEqual({ type: 'DeprecationWarning', code: 'MCP_KIT_LEGACY_POLLING' });
+    expect(() => resolveOptions({ server, pollPre20251125Clients: 'yes' as never })).toThrow(
+      'createMcpHandler: pollPre20251125Clients must be true or false (got "yes")',
+    );
+    warn.mockRestore();
+  });
+
   it('takes standaloneStream only as a boolean', () => {
     expect(resolveOptions({ server, standaloneStream: false }).standaloneStream).toBe(false);
     expect(() => resolveOptions({ server, standaloneStream: 'no' as never })).toThrow(
@@ -168,7 +183,7 @@ describe('resolveOptions: errors', () => {
     expect(resolve({ directory, copies }).cluster?.copies).toBe(copies);
   });
 
-  it('refuses a cluster with an in-memory event store or task store at startup (issue 20, item 10)', () => {
+  it('refuses a cluster with an in-memory event store or task store at startup', () => {
     const cluster = {
       directory: { open: async () => {}, end: () => {} },
       owners: { lookupOwner: async () => undefined, forward: async () => {} },

@@ -1,7 +1,7 @@
 // ClusterRecords: a session's record in the cluster lives at least `sessionIdleTtlMs` past the
 // session's last activity, whether this instance still holds the session or let it go, for one
 // batch of `keepRecords` per interval, not one command per request.
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { EventStore, SessionCluster, SessionDirectory } from '../src/index.js';
 import type { CopyRules } from '../src/session/copy-rules.js';
 import { resolveOptions } from '../src/options.js';
@@ -13,6 +13,9 @@ const EVERY = 60_000; // a quarter of the TTL, at most a minute
 const SLACK = TTL / 100;
 
 function setUp() {
+  // One clock for the saves and the test: a millisecond passing between them must not make a save count as fresh.
+  const now = Date.now();
+  vi.spyOn(Date, 'now').mockReturnValue(now);
   const kept: string[][] = [];
   const saved: string[] = [];
   const directory = {
@@ -57,6 +60,10 @@ function setUp() {
 }
 
 describe('ClusterRecords.keepAlive', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
   it('keeps alive, once per interval, the records of sessions active since the last batch; not one saved about when it was last active', async () => {
     const { records, session, kept, saved } = setUp();
     const start = Date.now();

@@ -1,6 +1,6 @@
 /**
  * A session's routes hold the answers its client was away for only as long as it is expected back
- * for them, and none for requests it cancelled (issue 27, item 8): a long-lived session whose
+ * for them, and none for requests it cancelled (invariant: bounded): a long-lived session whose
  * clients abandon their streams does not grow them without bound.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -9,8 +9,8 @@ import { expectedBack, StreamRoutes } from '../src/session/routes.js';
 import { Stream } from '../src/streams/stream.js';
 
 const RETRY_MS = 1_000;
-const stopWriting = vi.fn<NonNullable<EventStore['stopWriting']>>();
-const OPTIONS = { retryMs: RETRY_MS, eventStore: { stopWriting } as unknown as EventStore };
+const doneWriting = vi.fn<NonNullable<EventStore['doneWriting']>>();
+const OPTIONS = { retryMs: RETRY_MS, eventStore: { doneWriting } as unknown as EventStore };
 let n = 0;
 
 /** A polling request stream with no connection attached (its client is away). */
@@ -20,7 +20,7 @@ function awayStream(routes: StreamRoutes, ...ids: number[]): Stream {
 
 afterEach(() => {
   vi.restoreAllMocks();
-  stopWriting.mockClear();
+  doneWriting.mockClear();
 });
 
 describe('StreamRoutes: what a session awaits is bounded', () => {
@@ -43,7 +43,7 @@ describe('StreamRoutes: what a session awaits is bounded', () => {
     expect(routes.answersAwaited(late.id)?.ids).toEqual([1_000]);
   });
 
-  it('a stream whose requests were cancelled while its client was away is not awaited (its client does not come back for it), and the store lets it go', () => {
+  it('a stream whose requests were cancelled while its client was away is not awaited (its client does not come back for it), and the store hears nothing more is written to it', () => {
     const routes = new StreamRoutes();
     const cancelled = awayStream(routes, 1);
     expect(routes.cancelled(1)).toBe(cancelled);
@@ -56,17 +56,17 @@ describe('StreamRoutes: what a session awaits is bounded', () => {
     expect(routes.retained).toEqual({ streams: 0, requests: 0, awaited: 1, outliving: 0 });
     expect(routes.answersAwaited(mixed.id)?.ids).toEqual([2]);
     // No final frame is stored for a cancelled request: the store hears that nothing more comes.
-    expect(stopWriting.mock.calls).toEqual([
+    expect(doneWriting.mock.calls).toEqual([
       ['session', cancelled.id],
       ['session', mixed.id],
     ]);
   });
 
-  it('a stream that never went on the wire is let go in the store, which may have registered it', () => {
+  it('a stream that never went on the wire: the store, which may have registered it, hears nothing more is written to it', () => {
     const routes = new StreamRoutes();
     const stream = awayStream(routes, 1);
     routes.remove(stream, OPTIONS.eventStore);
     expect(routes.retained).toEqual({ streams: 0, requests: 0, awaited: 0, outliving: 0 });
-    expect(stopWriting.mock.calls).toEqual([['session', stream.id]]);
+    expect(doneWriting.mock.calls).toEqual([['session', stream.id]]);
   });
 });

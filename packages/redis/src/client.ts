@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
+import { pauseBefore, REDIS_RECONNECT_MS } from '@mcp-kit/core/internal';
 
 /**
  * A primary with replicas behind Redis Sentinel: the client asks the Sentinels where the primary
@@ -40,14 +41,14 @@ export interface RedisClientOptions {
  * command rejects at once, so clients get a 503 now and the process holds no growing backlog; it
  * reconnects on its own (every 100 ms, backing off to 2 s) and serves again when Redis is back.
  *
- * Two network faults are not outages and are ridden out (issue 27):
+ * Two network faults are not outages and are ridden out (invariant: come-back-later):
  * - A connection that stops answering (a black hole, a half-open connection a NAT forgot) is
  *   found by its first command's timeout and dropped ({@link dropSilentConnections}), not kept
  *   "ready" with every later command waiting `commandTimeoutMs` in turn (a request's four tries
- *   took 8 s).
+ *   would take 8 s).
  * - Commands sent while a connection that was reset is made again wait for it
  *   ({@link rideOutReconnects}) instead of failing with "Stream isn't writeable": a new call's
- *   `POST` no longer gets a 503 because one connection dropped.
+ *   `POST` does not get a 503 because one connection dropped.
  *
  * `target` is a `redis://` URL, or the Sentinels of a primary with replicas
  * ({@link RedisSentinelTarget}): the same settings, and each reconnect asks the Sentinels where the
@@ -61,7 +62,7 @@ export function createRedisClient(target: string | RedisSentinelTarget, options:
     // In-flight commands fail at the first disconnect instead of being replayed later, out of order.
     maxRetriesPerRequest: 0,
     commandTimeout: commandTimeoutMs,
-    retryStrategy: (times) => Math.min(100 * times, 2_000),
+    retryStrategy: (times) => pauseBefore(REDIS_RECONNECT_MS, times - 1),
     connectionName: options.connectionName,
     // ioredis 6 registers for Smart Client Handoff notices (RESP3 pushes of Redis Enterprise and
     // Redis Cloud) by default. Inside an announced maintenance it lets a command wait 10 s, not

@@ -14,8 +14,8 @@ const warned = new Set<string>();
  * evict keys: mcp-kit's session, stream and task keys carry TTLs, so under any policy but
  * `noeviction` (the `volatile-*` ones included) a full Redis may delete a live session's owner
  * record (another instance takes the session over while its owner still serves it), its restore
- * record (the session is gone) or a task (issue 27, item 6). When Redis refuses both commands, it warns once that it could not
- * tell. Never rejects, and never stops the caller from serving.
+ * record (the session is gone) or a task (invariant: deployment-owns-sessions). When Redis
+ * refuses both commands, it warns once that it could not tell. Never rejects, and never stops the caller from serving.
  */
 export function checkEvictionPolicy(client: Redis): Promise<void> {
   let check = checks.get(client);

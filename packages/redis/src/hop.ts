@@ -9,7 +9,7 @@ const MAX_SKEW_MS = 60_000;
  * another (`mcp-kit-forwarded-by` / `mcp-kit-handed-over-by`): `<instanceId>.<ms>.<hmac>`, the
  * HMAC-SHA256 of the instance, the time, the method and the session id with a secret the
  * instances share. Without it any client could send the header itself and be served as a peer's
- * forward: skip a draining instance's hand-over, or the owner lookup (issue 20, item 10).
+ * forward: skip a draining instance's hand-over, or the owner lookup (invariant: configuration-trusted).
  */
 export class HopSigner {
   private secret: Buffer | undefined;

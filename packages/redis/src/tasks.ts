@@ -226,7 +226,7 @@ export class RedisTaskStore implements TaskStore {
 
   /**
    * Tells every instance that a task changed (`<prefix>task-changes`), so a `subscriptions/listen`
-   * stream following it anywhere gets its `notifications/tasks` (issue 20, item 7). Best effort:
+   * stream following it anywhere gets its `notifications/tasks` on whichever instance holds it. Best effort:
    * a lost message costs one notification, never the task (`tasks/get` still answers).
    */
   private announce(taskId: string): void {

@@ -1,5 +1,5 @@
 /**
- * createRedisClient through a bad network (issue 27), against a real redis-server behind
+ * createRedisClient through a bad network (invariant: come-back-later), against a real redis-server behind
  * packages/testbed/src/net-faults.ts: a connection that stops answering is dropped after one
  * `commandTimeoutMs`, so the commands behind it fail at once instead of each waiting as long; a
  * connection that is reset is made again while the commands sent meanwhile wait for it; once Redis
@@ -56,7 +56,7 @@ describe('createRedisClient through a bad network', () => {
     expect(first.ok).toBe(false);
     expect(first.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
     expect(first.ms).toBeLessThan(TIMEOUT_MS + 400);
-    // Before: the connection stayed "ready" and each of these waited TIMEOUT_MS in turn.
+    // Dropped, not kept "ready": each of these would wait TIMEOUT_MS in turn.
     for (let i = 0; i < 3; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
       const next = await timed(client.get('k'));
@@ -77,7 +77,7 @@ describe('createRedisClient through a bad network', () => {
     const inFlight = timed(client.get('k'));
     await hole;
     await new Promise((resolve) => setTimeout(resolve, 20));
-    // Before: "Stream isn't writeable and enableOfflineQueue options is false", at once.
+    // They wait for the reconnect, not fail at once with "Stream isn't writeable and enableOfflineQueue options is false".
     const during = await Promise.all([timed(client.set('a', '1')), timed(client.get('a'))]);
     expect(during.map((d) => d.error)).toEqual([undefined, undefined]);
     // It may have run: its caller decides whether to send it again.

@@ -96,7 +96,7 @@ describe('RedisSessionCluster', () => {
     await eventually(async () => expect(await b.owners!.lookupOwner('sess-3')).toBeUndefined());
   });
 
-  it('a stale owner takes nothing back: its beat lets go of a session a peer took over, and its release deletes nothing of the peer (issue 20, item 1)', async () => {
+  it('a stale owner takes nothing back: its beat lets go of a session a peer took over, and its release deletes nothing of the peer', async () => {
     const a = await instance('a-stale');
     const b = await instance('b-fresh');
     await a.open('sess-fenced', undefined);
@@ -123,7 +123,7 @@ describe('RedisSessionCluster', () => {
     expect(await b.owners!.lookupOwner('sess-kept')).toBeUndefined();
   });
 
-  it("a stale owner's writes are refused: its events in the session and its restore record (issue 20, item 1)", async () => {
+  it("a stale owner's writes are refused: its events in the session and its restore record", async () => {
     const scaleA = createRedisScaleOut({
       url: redis.url,
       internalUrl: 'http://a-fence.internal/mcp',

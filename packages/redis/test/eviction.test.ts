@@ -1,7 +1,7 @@
 /**
- * Evictable state (issue 27, item 6). Every key mcp-kit writes carries a TTL or is bounded
- * (MAXLEN), so under an evicting `maxmemory-policy` (`volatile-lru`, which the README used to
- * suggest, `volatile-ttl`, any `allkeys-*`) a full Redis may delete a live session's owner record
+ * Evictable state (invariant: deployment-owns-sessions). Every key mcp-kit writes carries a TTL or is bounded
+ * (MAXLEN), so under an evicting `maxmemory-policy` (`volatile-lru`, `volatile-ttl`, any
+ * `allkeys-*`) a full Redis may delete a live session's owner record
  * (a second instance takes the session over while its owner still serves it) or its restore
  * record (the session is gone). mcp-kit needs `noeviction`: each instance reads the policy at
  * startup and warns once (`MCP_KIT_REDIS_EVICTION`) when Redis may evict, or when it cannot tell

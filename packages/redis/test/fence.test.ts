@@ -1,5 +1,5 @@
 /**
- * The owner fence of a forwarding cluster (issue 27, item 10), against a real redis-server: every
+ * The owner fence of a forwarding cluster (invariant: one-owner), against a real redis-server: every
  * write an owner makes in a session (APPEND, CREATE, CLOSE, RELEASE, its restore record) is
  * refused once the session is not its own, and a missing owner record counts as its own only when
  * Redis lost its data since this instance last wrote its records (then it is only not written back

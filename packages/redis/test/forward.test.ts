@@ -190,7 +190,7 @@ describe('HttpForwarder', () => {
     await f.forward(url, { method: 'POST', headers: {}, body: '{}' }, recorder().responder);
     const { rec, responder } = recorder();
     await f.forward(url, { method: 'POST', headers: {}, body: '{}' }, responder);
-    // Before: "socket hang up", and the draining instance that handed the request over answered 503.
+    // Not "socket hang up", for which the draining instance that handed the request over would answer 503.
     expect(rec.sent?.status).toBe(200);
     expect(rec.sent?.body).toBe('{"n":3}');
     expect(sockets[1]).toBe(sockets[0]);
@@ -236,7 +236,7 @@ describe('HttpForwarder', () => {
     expect(await outcome()).toEqual({ requestSent: true, received: false });
   });
 
-  it('an owner that stops answering (frozen) fails the forward within 2 × responseTimeoutMs on the keep-alive socket it answered on before, marked maybeReceived (issue 27, item 2)', async () => {
+  it('an owner that stops answering (frozen) fails the forward within 2 × responseTimeoutMs on the keep-alive socket it answered on before, marked maybeReceived', async () => {
     let frozen = false;
     const seen: Array<{ method: string | undefined; socket: unknown }> = [];
     const url = await owner((req, _body, res) => {

@@ -4,10 +4,10 @@
  * one real redis-server, every command each instance sends is watched: for each `EVALSHA`/`EVAL`
  * the slots of the keys it names, for each `MULTI … EXEC` those of the commands inside, computed
  * here as the cluster specification does (CRC16/XMODEM of the key's hash tag, modulo 16384).
- * Both modes are driven through what touches Redis: sessions made, written, taken over or copied,
+ * Both modes are driven through what touches Redis: sessions made, written, taken over or restored,
  * records saved and changed, the bus, a data loss and the beats after it, tasks, the end.
  * (Scripts name every key they touch in `KEYS`; that the keys they name are all they touch is
- * what a real cluster checks, with issue 41's suite.)
+ * what only a real Redis Cluster checks.)
  */
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

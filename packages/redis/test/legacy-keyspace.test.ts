@@ -5,7 +5,7 @@
  * its code wrote it (the JSON of `owner:` and `restore:`, the stream's `0-1` entry); this
  * version's instances then find those sessions: forwarding to their old owner while it beats,
  * moving them over (as a take-over, their calls' streams fenced and their lost calls answered)
- * once it is gone; copying them in a shared cluster; and serving their client's next request.
+ * once it is gone; restoring them from their old record in a shared cluster; and serving their client's next request.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

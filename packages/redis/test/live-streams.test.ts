@@ -1,6 +1,6 @@
 /**
- * What one instance holds per session and per stream is bounded by what is live (issue 27, item
- * 8): 10,000 streams opened and abandoned — standalone `GET` streams of sessions that are then let
+ * What one instance holds per session and per stream is bounded by what is live (invariant:
+ * bounded): 10,000 streams opened and abandoned — standalone `GET` streams of sessions that are then let
  * go (their clients leave; the sessions are evicted at `maxSessions` or expire), and `tools/call`
  * requests cancelled with `notifications/cancelled` (half of them after their client left the
  * stream) — next to a few sessions that stay, each with a call running. Afterwards the store keeps
@@ -132,7 +132,7 @@ async function streamKeys(): Promise<number> {
   return n;
 }
 
-describe('LiveStreams and the per-session maps are bounded (issue 27, item 8)', () => {
+describe('LiveStreams and the per-session maps are bounded', () => {
   it('10,000 standalone and cancelled streams opened and abandoned: what is held returns to what is live', async () => {
     const started = Date.now();
     scale = createRedisScaleOut({ url: redis.url, mode: 'shared', keyPrefix: PREFIX, streamTtlMs: STREAM_TTL_MS });

@@ -1,8 +1,8 @@
 /**
  * The cluster mode is explicit, and an internal URL that cannot work is refused at startup
- * (issue 27, item 11). Before: `internalUrl: process.env.X` with X unset silently made a shared
- * cluster, and `http://${process.env.POD_IP}:3000/mcp` with POD_IP unset was accepted (every
- * forward to the instance then waited and ended 502). Every refusal here happens before anything
+ * (invariant: configuration-trusted): `internalUrl: process.env.X` with X unset must not make a
+ * shared cluster silently, and `http://${process.env.POD_IP}:3000/mcp` with POD_IP unset must not
+ * be taken (every forward to the instance would wait and end 502). Every refusal here happens before anything
  * connects: the Redis URL points nowhere.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';

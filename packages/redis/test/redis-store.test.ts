@@ -76,7 +76,7 @@ describe('RedisEventStore: keys, limits and failures', () => {
     expect(await store.unfinished(A.sessionId)).toEqual([]);
   });
 
-  it('a stream this instance still writes to outlives streamTtlMs of silence; once its final frame is stored it ages out (issue 20, item 2)', async () => {
+  it('a stream this instance still writes to outlives streamTtlMs of silence; once its final frame is stored it ages out', async () => {
     const store = await makeStore({ keyPrefix: 'live:', streamTtlMs: 200 });
     const A = key('live');
     const B = key('standalone');
@@ -99,7 +99,7 @@ describe('RedisEventStore: keys, limits and failures', () => {
     await store.deleteSession(B.sessionId);
   });
 
-  it('a frame is stored once even when its write is retried, and never after a missing one (issue 20, item 3)', async () => {
+  it('a frame is stored once even when its write is retried, and never after a missing one', async () => {
     const store = await makeStore({ keyPrefix: 'gap:' });
     const A = key('retried');
     await store.createStream(A);
@@ -117,7 +117,7 @@ describe('RedisEventStore: keys, limits and failures', () => {
     expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: frames(A, 1, 3), lastSeq: 3, complete: true });
   });
 
-  it('a replay with a hole in it is refused as evicted, never partial; with the final frame stored, that frame comes along (issue 20, item 3)', async () => {
+  it('a replay with a hole in it is refused as evicted, never partial; with the final frame stored, that frame comes along', async () => {
     const store = await makeStore({ keyPrefix: 'hole:' });
     const A = key('hole');
     await store.createStream(A);
@@ -203,8 +203,8 @@ describe('RedisEventStore: keys, limits and failures', () => {
     await expect(store.replayAfter(A.sessionId, A.streamId, 0)).rejects.toThrow(/timed out/i);
     expect(Date.now() - started).toBeLessThan(900);
     await admin.call('CLIENT', 'UNPAUSE');
-    // A connection silent for commandTimeoutMs with a command waiting is dropped (issue 27: a black
-    // hole is no different from where the client stands), and made again.
+    // A connection silent for commandTimeoutMs with a command waiting is dropped (a black hole
+    // looks no different from where the client stands), and made again.
     await store.ready(5_000);
     expect(await store.replayAfter(A.sessionId, A.streamId, 0)).toEqual({ ok: true, frames: [frame(A, 1)], lastSeq: 1, complete: false });
   });

@@ -1,5 +1,5 @@
 /**
- * Redis behind Sentinel (issue 27): `createRedisClient({ sentinels, name })` finds the primary
+ * Redis behind Sentinel: `createRedisClient({ sentinels, name })` finds the primary
  * through the Sentinels and follows a failover, its duplicates (the subscriber connections) too;
  * and what APPEND says when a frame before the one it is given is missing (what a promoted replica
  * that lacked the primary's last writes makes it say). The scale-out through a failover, with
@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Redis } from 'ioredis';
+import { StreamGap } from '@mcp-kit/core';
 import { createRedisClient, RedisEventStore, whenReady } from '@mcp-kit/redis';
 import { startRedis, type TestRedis } from '@mcp-kit/testbed/redis';
 import { redisCommand } from '@mcp-kit/testbed/redis-command';
@@ -77,7 +78,7 @@ describe('APPEND, a frame before the one given missing', () => {
     await redis?.stop();
   });
 
-  it('is refused with a StreamGap naming the first missing frame (its name is how core tells it)', async () => {
+  it("is refused with core's StreamGap naming the first missing frame", async () => {
     const store = new RedisEventStore({ url: redis.url });
     try {
       await store.ready(5_000);
@@ -85,6 +86,7 @@ describe('APPEND, a frame before the one given missing', () => {
       await store.createStream(key, ['1']);
       await store.append(key, 1, 'id: x.1\ndata: {}\n\n', false);
       const refused = await Promise.resolve(store.append(key, 3, 'id: x.3\ndata: {}\n\n', false)).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(StreamGap);
       expect(refused).toMatchObject({ name: 'StreamGap', missingSeq: 2 });
       expect((refused as Error).message).toContain('frame 2 of this stream is not stored yet');
       // Once frame 2 is in, frame 3 is taken.

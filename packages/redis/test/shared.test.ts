@@ -1,5 +1,5 @@
 /**
- * A shared cluster (no `internalUrl`, issue 21) against a real redis-server: no owner records, the
+ * A shared cluster (`mode: 'shared'`, no `internalUrl`) against a real redis-server: no owner records, the
  * restore record is the session (saved with the principal of the instance that created it, kept by
  * every copy), messages between instances over pub/sub, and each stream's writer recorded.
  */
@@ -101,7 +101,7 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     expect(got.d).toEqual([]);
   });
 
-  it('posts are kept until read: every one reaches its instance once and in order while its subscriber connection keeps dropping (issue 27, item 5)', async () => {
+  it('posts are kept until read: every one reaches its instance once and in order while its subscriber connection keeps dropping', async () => {
     const a = await shared('a7', 'sk:');
     const b = await shared('b7', 'sk:');
     await a.open('s7', undefined);
@@ -125,7 +125,7 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     expect(got).toEqual(Array.from({ length: 300 }, (_, n) => n));
   });
 
-  it('a post made the moment an instance starts to listen, before its subscriber is connected, reaches it (issue 27, item 5)', async () => {
+  it('a post made the moment an instance starts to listen, before its subscriber is connected, reaches it', async () => {
     const a = await shared('a9', 'sl:');
     const b = await shared('b9', 'sl:');
     await a.open('s9', undefined);
@@ -138,7 +138,7 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     await vi.waitFor(() => expect(heard).toEqual([ended]), { timeout: 3_000 });
   });
 
-  it('two copies changing the subscriptions at once both keep their change; an unsubscribe takes one out; a deleted record stays deleted (issue 27, item 5)', async () => {
+  it('two copies changing the subscriptions at once both keep their change; an unsubscribe takes one out; a deleted record stays deleted', async () => {
     const a = await shared('a8', 'sm:');
     const b = await shared('b8', 'sm:');
     await a.open('s8', 'alice');
@@ -207,11 +207,11 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     await admin.flushall();
     // Within the next beats (100 ms each) b may say "unknown yet" (a rejection: 503), never "gone".
     const deadline = Date.now() + 5_000;
-    let copy: Awaited<ReturnType<NonNullable<RedisSessionCluster['copies']>['restore']>>;
+    let restored: Awaited<ReturnType<NonNullable<RedisSessionCluster['copies']>['restore']>>;
     let saidGone = 0;
     let saidWait = 0;
     for (;;) {
-      copy = await b.copies!.restore('s6', 'alice').then(
+      restored = await b.copies!.restore('s6', 'alice').then(
         (found) => {
           if (!found) saidGone++;
           return found;
@@ -222,10 +222,10 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
           return undefined;
         },
       );
-      if (copy || Date.now() > deadline) break;
+      if (restored || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 5));
     }
-    expect(copy).toEqual({ record: record('error'), principal: 'alice' });
+    expect(restored).toEqual({ record: record('error'), principal: 'alice' });
     expect(saidGone).toBe(0);
     expect(saidWait).toBeGreaterThan(0);
   });

@@ -5,7 +5,7 @@ import type { JSONRPCMessage } from '../ports/mcp.js';
 import type { Arrival } from '../session/arrivals.js';
 import type { Session } from '../session/session.js';
 import { asError, settle } from '../util/errors.js';
-import { brieflyRetried } from '../util/retry.js';
+import { OWNERSHIP_RECHECKS_MS, withBriefRetries } from '../util/retry.js';
 import type { ClusterPort, SessionRequest } from '../engine/cluster-port.js';
 import type { EngineContext } from '../engine/context.js';
 import { checkUse, sessionIdOf } from '../engine/resolve.js';
@@ -86,12 +86,12 @@ export class ClusterLayer implements ClusterPort {
         await checking;
         break;
       } catch (error) {
-        if (i === CONFIRM_HELD_RECHECKS_MS.length) {
+        if (i === OWNERSHIP_RECHECKS_MS.length) {
           this.ctx.options.onError(asError(error, 'cluster ownership check failed'));
           return rejected(unavailable('the session directory'));
         }
       }
-      await new Promise((resolve) => setTimeout(resolve, CONFIRM_HELD_RECHECKS_MS[i]));
+      await new Promise((resolve) => setTimeout(resolve, OWNERSHIP_RECHECKS_MS[i]));
       const again = this.mode.confirmHeld(deleting);
       if (!again) break;
       checking = again;
@@ -106,9 +106,7 @@ export class ClusterLayer implements ClusterPort {
   async open(session: Session): Promise<void> {
     // Tried again at once on a blip.
     const claiming = () => this.cluster.directory.open(session.sessionId as string, session.principal);
-    await Promise.resolve()
-      .then(claiming)
-      .catch(() => brieflyRetried(claiming));
+    await withBriefRetries(claiming);
   }
 
   async admit(holder: string | undefined, sessionId: string): Promise<Rejection | undefined> {
@@ -118,9 +116,7 @@ export class ClusterLayer implements ClusterPort {
     let waitMs: number;
     try {
       // Counting the same new session twice is harmless (a sorted set's member): tried again at once on a blip.
-      waitMs = await Promise.resolve()
-        .then(admit)
-        .catch(() => brieflyRetried(admit));
+      waitMs = await withBriefRetries(admit);
     } catch (error) {
       this.ctx.options.onError(asError(error, 'cluster admitSession failed'));
       return unavailable('the session directory');
@@ -146,13 +142,6 @@ export class ClusterLayer implements ClusterPort {
     return this.mode.leave(retryMs);
   }
 }
-
-/**
- * Pauses before each new check of the copies held here after one failed: a slow or resetting
- * network to Redis fails one (each is bounded by the cluster's check timeout), and a `503` ends an
- * SDK client's call, so the request waits through a few (about 10 s at most) before it is refused.
- */
-const CONFIRM_HELD_RECHECKS_MS = [100, 500, 1_000];
 
 /**
  * What a client past its quota of sessions in the deployment hears: 429 (RFC 6585), and when it

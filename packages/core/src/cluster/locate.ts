@@ -3,7 +3,7 @@ import { checkProtocolVersion, header, principalOf } from '../http/rules.js';
 import type { SessionOwner, TakeOver } from '../ports/owners.js';
 import type { CoreRequest } from '../ports/http.js';
 import { asError } from '../util/errors.js';
-import { brieflyRetried } from '../util/retry.js';
+import { withBriefRetries } from '../util/retry.js';
 import type { EngineContext } from '../engine/context.js';
 import type { Forwarding } from './forwarding.js';
 import { answerLostCalls } from './lost-calls.js';
@@ -22,7 +22,7 @@ export async function locate(state: Forwarding, req: CoreRequest, sessionId: str
   const principal = principalOf(req.authInfo);
   let owner: SessionOwner | undefined;
   try {
-    owner = await owners.lookupOwner(sessionId).catch(() => brieflyRetried(() => owners.lookupOwner(sessionId)));
+    owner = await withBriefRetries(() => owners.lookupOwner(sessionId));
   } catch (error) {
     ctx.options.onError(asError(error, 'cluster lookupOwner failed'));
     return rejected(unavailable('the session directory'));

@@ -1,15 +1,10 @@
 import { eventId } from '../events/ids.js';
+import { LOST_CALL } from '../http/call-errors.js';
 import type { UnfinishedStream } from '../ports/event-store.js';
 import type { Session } from '../session/session.js';
 import { messageEvent } from '../streams/frames.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
-
-/** What a client hears for a call that was running on an instance that died. */
-export const LOST_CALL = {
-  code: -32603,
-  message: 'Internal error: the server instance running this request was lost before it answered; send the request again',
-};
 
 /**
  * A session restored here from an instance that is gone had calls running there that will never

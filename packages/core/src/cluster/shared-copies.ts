@@ -1,6 +1,7 @@
 import type { SessionDirectory } from '../ports/cluster.js';
 import type { ClusterMessage, SessionCopies } from '../ports/copies.js';
-import { answerAndCancel, LOST_EVENTS } from '../session/end-calls.js';
+import { answerAndCancel } from '../session/end-calls.js';
+import { LOST_EVENTS } from '../http/call-errors.js';
 import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
 import { RECORDED_METHODS } from '../session/record.js';
 import type { Session } from '../session/session.js';

@@ -9,7 +9,7 @@ import type { Arrival } from '../session/arrivals.js';
 import type { Session } from '../session/session.js';
 import type { SessionEndReason } from '../telemetry/events.js';
 import { asError } from '../util/errors.js';
-import { brieflyRetried } from '../util/retry.js';
+import { withBriefRetries } from '../util/retry.js';
 import type { SessionRequest } from '../engine/cluster-port.js';
 import { rejected, type ClusterMode, type Found } from './mode.js';
 import { followRemote, watchWriter } from './remote-resume.js';
@@ -52,9 +52,7 @@ export class SharedMode extends Sharing implements ClusterMode {
       const restore = () => this.copies.restore(sessionId, principal);
       // Restoring a copy only reads the session's record: a read that failed (a command timed out,
       // its connection was reset) is tried again before the 503 that ends an SDK client's call.
-      restored = await Promise.resolve()
-        .then(restore)
-        .catch(() => brieflyRetried(restore));
+      restored = await withBriefRetries(restore);
     } catch (error) {
       this.ctx.options.onError(asError(error, 'cluster restore failed'));
       return rejected(unavailable('the session directory'));

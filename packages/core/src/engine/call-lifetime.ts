@@ -1,18 +1,10 @@
+import { callTooLong } from '../http/call-errors.js';
 import type { CoreRequest } from '../ports/http.js';
 import { answerAndCancel } from '../session/end-calls.js';
 import type { ResolvedOptions } from '../options.js';
 import type { Session } from '../session/session.js';
 import type { Stream } from '../streams/stream.js';
 import { asError } from '../util/errors.js';
-
-/** The JSON-RPC error a call or task gets when it runs past `maxCallDurationMs`. */
-export function callTooLong(limitMs: number): { code: number; message: string; data: { maxCallDurationMs: number } } {
-  return {
-    code: -32603,
-    message: `Internal error: the call ran longer than maxCallDurationMs (${limitMs} ms) and was stopped`,
-    data: { maxCallDurationMs: limitMs },
-  };
-}
 
 /**
  * Work that may outlive the response that started it (a call whose stream the tool closed, a task):

@@ -12,7 +12,7 @@ import { SessionRegistry } from '../session/registry.js';
 import { InitializeAnswers } from '../session/initialize-answers.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
-import { brieflyRetried } from '../util/retry.js';
+import { withBriefRetries } from '../util/retry.js';
 import type { ClusterPort } from './cluster-port.js';
 import { Drain } from './drain.js';
 
@@ -73,7 +73,7 @@ export class EngineContext {
 
   /** Whether a client on `version` gets priming events and resumes streams the server closes (SEP-1699). */
   polling(version: string): boolean {
-    return this.options.legacyPolling || version >= FIRST_POLLING_VERSION;
+    return this.options.pollPre20251125Clients || version >= FIRST_POLLING_VERSION;
   }
 
   /** What the store holds of a stream after `afterSeq`; `undefined` when the store failed (reported). */
@@ -83,9 +83,7 @@ export class EngineContext {
     let ok = false;
     try {
       const store = this.options.eventStore;
-      const result = await Promise.resolve(store.replayAfter(sessionId, streamId, afterSeq)).catch(() =>
-        brieflyRetried(() => store.replayAfter(sessionId, streamId, afterSeq)),
-      );
+      const result = await withBriefRetries(() => store.replayAfter(sessionId, streamId, afterSeq));
       ok = true;
       return result;
     } catch (error) {

@@ -1,12 +1,7 @@
 import { waitingCursor } from '../events/ids.js';
 import type { CoreResponder, OutHeaders } from '../ports/http.js';
 import { primingEvent, SSE_HEADERS } from '../streams/frames.js';
-
-/**
- * How long a client sent back by {@link resumeLater} stays away, by how many times it was sent
- * back already: soon after a blip, no more often than every 5 s through a long outage.
- */
-const LATER_RETRY_MS = [500, 1_000, 2_000, 4_000, 5_000];
+import { COME_BACK_LATER_MS, pauseBefore } from '../util/retry.js';
 
 /**
  * A resume the cluster cannot serve now answers `200`, not `503`/`502`: Redis is down or failing
@@ -26,7 +21,7 @@ export function resumeLater(res: CoreResponder, cursor: string, waits: number): 
       if (status !== 503 && status !== 502) return res.send(status, headers, body);
       const sessionId = headers['mcp-session-id'];
       const sink = res.stream(sessionId === undefined ? SSE_HEADERS : { ...SSE_HEADERS, 'mcp-session-id': sessionId });
-      const retryMs = LATER_RETRY_MS[Math.min(waits, LATER_RETRY_MS.length - 1)] as number;
+      const retryMs = pauseBefore(COME_BACK_LATER_MS, waits);
       sink.write(primingEvent(waitingCursor(cursor, waits + 1), retryMs));
       sink.end();
     },

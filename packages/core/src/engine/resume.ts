@@ -1,5 +1,6 @@
 import { eventId, parseEventId } from '../events/ids.js';
-import { answerAndCancel, LOST_EVENTS } from '../session/end-calls.js';
+import { answerAndCancel } from '../session/end-calls.js';
+import { LOST_EVENTS } from '../http/call-errors.js';
 import { malformedCursor, replayRejection, sendRejection, unavailable } from '../http/errors.js';
 import type { ReplayResult } from '../ports/event-store.js';
 import type { RequestId } from '../ports/mcp.js';

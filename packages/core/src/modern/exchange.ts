@@ -67,7 +67,7 @@ export class Exchange implements Reply {
     this.ctx.res.send(out.error ? httpStatusOf(out.error.code) : 200, JSON_HEADERS, json);
   }
 
-  /** Not yet answered, nor handed to a task. */
+  /** Not answered yet, nor turned into a task. */
   get pending(): boolean {
     return !this.done;
   }
@@ -83,7 +83,7 @@ export class Exchange implements Reply {
   }
 
   /** Answers a request that became a task with the task's handle (a `CreateTaskResult`). */
-  handOff(result: Record<string, unknown>): void {
+  answerWithTask(result: Record<string, unknown>): void {
     const json = JSON.stringify({ jsonrpc: '2.0', id: this.clientId, result });
     if (this.conn) {
       this.conn.write(messageEvent(undefined, json));
@@ -93,7 +93,7 @@ export class Exchange implements Reply {
 
   /**
    * Answers with a refusal of mcp-kit's own (the task store could not create the task): its status
-   * and headers (a 503 with Retry-After, issue 20 item 6) while nothing was sent yet, else its
+   * and headers (a 503 with Retry-After: invariant come-back-later) while nothing was sent yet, else its
    * JSON-RPC error as the stream's last event.
    */
   refuse(rejection: Rejection): void {

@@ -4,7 +4,7 @@ import type { ModernChannel, Reply } from './channel.js';
 import { errorInResult, missingCapabilities, missingCapabilityError, stampResult } from './results.js';
 import type { Handshake } from './server-pool.js';
 import { asError } from '../util/errors.js';
-import { failureOf, retriedWhile } from '../util/retry.js';
+import { triedWhile } from '../util/retry.js';
 
 /** A tool's progress or log shows in `statusMessage`, written to the store at most this often. */
 const MESSAGE_EVERY_MS = 100;
@@ -30,7 +30,7 @@ export interface RunningTaskContext {
   /**
    * A write the store refuses (Redis down, failing over) is tried again, once a second, for this
    * long: the task's TTL, past which nobody reads it (without one: until it is written). Shorter, an outage would lose a result its
-   * client keeps polling for (issue 27).
+   * client keeps polling for (invariant: stored-before-success).
    */
   storeWaitMs: number;
 }
@@ -180,8 +180,7 @@ export class RunningTask implements Reply {
     const attempt = () => this.ctx.store.update(this.taskId, change);
     const until = Date.now() + this.ctx.storeWaitMs;
     this.queue = this.queue
-      .then(() => failureOf(attempt()))
-      .then((error) => (error === undefined ? undefined : retriedWhile(attempt, error, () => Date.now() < until)))
+      .then(() => triedWhile(attempt, () => Date.now() < until))
       .then((error) => {
         if (error !== undefined) this.ctx.onError(asError(error, `task store update of ${this.taskId} failed`));
       });

@@ -8,8 +8,9 @@ import { MemoryTaskStore, TaskStoreFullError } from '../tasks/memory-store.js';
 import { RunningTask } from './running-task.js';
 import { readBy, UnreadResults } from './unread-results.js';
 import { asError } from '../util/errors.js';
-import { failureOf, retriedWhile } from '../util/retry.js';
-import { callTooLong, outlive } from '../engine/call-lifetime.js';
+import { triedWhile } from '../util/retry.js';
+import { outlive } from '../engine/call-lifetime.js';
+import { callTooLong, TASK_SERVER_SHUT_DOWN, taskInstanceLost } from '../http/call-errors.js';
 import type { ResolvedOptions } from '../options.js';
 import type { ListenStreams } from './listen.js';
 import { TASKS_EXTENSION } from './discover.js';
@@ -58,9 +59,9 @@ const NOT_FOUND = 'Task not found: the task id is unknown, expired or evicted';
  */
 export class Tasks implements TaskSignalListener {
   private readonly runningTasks = new Map<string, RunningTask>();
-  /** Tasks kept alive with `waitUntil` or bounded by `maxCallDurationMs` (issue 21): what ends each one's keeping. */
+  /** Tasks kept alive with `waitUntil` or bounded by `maxCallDurationMs` (serverless platforms): what ends each one's keeping. */
   private readonly outliving = new Map<string, () => void>();
-  /** Only with the in-process store, whose results go with the process (issue 20, item 5). */
+  /** Only with the in-process store, whose results go with the process: a drain waits until they are read. */
   private readonly unread: UnreadResults | undefined;
 
   /** Tasks whose tool runs here now. */
@@ -155,10 +156,10 @@ export class Tasks implements TaskSignalListener {
     if (end) this.outliving.set(record.taskId, end);
     this.report(record.taskId, 'working');
     creation.then(
-      () => exchange.handOff(createTaskResult(record)),
+      () => exchange.answerWithTask(createTaskResult(record)),
       (error: unknown) => {
         // The client cannot poll a task the store does not have: stop the tool, and answer the
-        // documented 503 with Retry-After, as for any store failure (issue 20, item 6).
+        // documented 503 with Retry-After, as for any store failure (invariant: come-back-later).
         options.onError(asError(error, 'task store create failed'));
         task.stop('the task could not be stored');
         exchange.refuse(unavailable('the task store'));
@@ -231,7 +232,7 @@ export class Tasks implements TaskSignalListener {
       void Promise.resolve(
         this.ctx.options.taskStore.update(task.taskId, {
           status: 'failed',
-          error: { code: -32603, message: 'the server running this task shut down' },
+          error: TASK_SERVER_SHUT_DOWN,
         }),
       ).catch(() => {});
     }
@@ -248,7 +249,7 @@ export class Tasks implements TaskSignalListener {
     if (TERMINAL_STATUSES.has(task.status) || task.owner === this.ctx.instanceId) return task;
     const alive = await this.ctx.options.cluster?.directory.instanceAlive?.(task.owner);
     if (alive !== false) return task;
-    const error = { code: -32603, message: `the server instance running this task (${task.owner}) was lost; its work did not finish` };
+    const error = taskInstanceLost(task.owner);
     await store.update(taskId, { status: 'failed', error, statusMessage: error.message });
     this.report(taskId, 'failed');
     return (await store.get(taskId)) ?? task;
@@ -259,7 +260,7 @@ export class Tasks implements TaskSignalListener {
  * How long a `tasks/get` waits for a task store it cannot reach (Redis down, failing over) before
  * its 503. The Tasks extension's client fails the whole task on an error answer, so a poll is held
  * instead, well inside the clients' own request timeout (60 s in both SDKs): an outage shorter than
- * this costs the polling client nothing but a slower answer (issue 27).
+ * this costs the polling client nothing but a slower answer (invariant: come-back-later).
  */
 const POLL_STORE_WAIT_MS = 40_000;
 
@@ -272,8 +273,7 @@ async function readThroughOutage<T>(read: () => Promise<T>, res: CoreResponder):
   const attempt = async () => {
     value = await read();
   };
-  const error = await failureOf(attempt());
-  const last = error === undefined ? undefined : await retriedWhile(attempt, error, () => !gone && Date.now() < until);
+  const last = await triedWhile(attempt, () => !gone && Date.now() < until);
   if (last !== undefined) throw last;
   return value as T;
 }

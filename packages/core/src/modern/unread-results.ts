@@ -6,7 +6,7 @@ const MAX_UNREAD = 10_000;
 /**
  * Results of tasks that ended on this instance and that their clients have not read yet. With the
  * in-process task store a result goes when the process does, so a drain without a cluster waits
- * for them (issue 20, item 5), as it waits for a 2025 answer written while its client was away:
+ * for them, as it waits for a 2025 answer written while its client was away:
  * until each is read, its client is overdue, or the drain's deadline.
  */
 export class UnreadResults {

@@ -17,16 +17,32 @@ export class StreamTakenOver extends Error {
 }
 
 /**
- * Whether `error` is a store's refusal of a frame whose predecessor `missingSeq` it does not hold
- * (the Redis store's `StreamGap`), by name and field. Passing while that frame's own write is on its
- * way; for good once the writer had `missingSeq` acknowledged: the store lost it (a failover to a
- * replica it had not reached), and no later frame of the stream can ever be stored.
+ * What `append` throws for a frame whose predecessor the store does not hold; `missingSeq` is the
+ * first frame missing. Passing while that frame's own write is still on its way (a writer's first
+ * try of a frame goes out at once, before the retry of one before it). For good once the writer
+ * had `missingSeq` acknowledged: the store lost it (a failover to a replica it had not reached,
+ * replication being asynchronous), and no later frame of the stream can ever be stored (invariant:
+ * no-hole). The writer tells which.
  */
-export function isStreamGap(error: unknown): error is Error & { missingSeq: number } {
+export class StreamGap extends Error {
+  override readonly name = 'StreamGap';
+  constructor(
+    message: string,
+    readonly missingSeq: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Whether `error` is a {@link StreamGap}, by name and field: a store's package may load another
+ * copy of this one (its CommonJS build beside the app's ES module one), whose class is another.
+ */
+export function isStreamGap(error: unknown): error is StreamGap {
   return error instanceof Error && error.name === 'StreamGap' && typeof (error as { missingSeq?: unknown }).missingSeq === 'number';
 }
 
-/** Whether `error` is a {@link StreamTakenOver}, by name: a store may come with its own copy of this package. */
+/** Whether `error` is a {@link StreamTakenOver}, by name, as {@link isStreamGap}. */
 export function isStreamTakenOver(error: unknown): boolean {
   return error instanceof Error && error.name === 'StreamTakenOver';
 }
@@ -63,16 +79,16 @@ export interface EventStore {
    * Optional: this instance writes nothing more to a stream, though what is stored of it stays
    * (its client, or another instance, may still read it). With `streamId`, one stream the engine
    * is done with: answered, its requests cancelled, or never put on the wire. Without, every stream
-   * of a session whose copy closed here: ended (deleted, expired), or let go of (a cap, a drain, a
-   * peer that took it over, a copy in shared mode). A store that keeps what an
+   * of a session whose copy is gone from here: the session ended (deleted, expired), or this
+   * instance let it go (its cap, a drain's hand-off, a peer's take-over, a shared copy). A store that keeps what an
    * instance writes alive (the Redis store refreshes its streams' TTL) stops doing so, and what is
    * stored then ages out by the store's own retention.
    *
    * Synchronous, without I/O, and must not throw: it is called as the stream or session ends,
-   * once each. The engine appends nothing more to what it stopped writing; a store may take a later append
-   * as making the stream live again. The memory store has no such state and does not implement it.
+   * once each. The engine appends nothing more to it; a store may take a later append as making
+   * the stream live again. The memory store has no such state and does not implement it.
    */
-  stopWriting?(sessionId: string, streamId?: string): void;
+  doneWriting?(sessionId: string, streamId?: string): void;
   /**
    * Optional, for sessions restored on another instance: the session's request streams whose final
    * frame was never stored, with their last seq and the requests they carried. When the instance

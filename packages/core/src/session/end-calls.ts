@@ -1,3 +1,4 @@
+import { LOST_EVENTS, unstoredBytesOverLimit } from '../http/call-errors.js';
 import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
 import type { ResolvedOptions } from '../options.js';
 import type { Inbound } from '../sdk/extra.js';
@@ -39,13 +40,6 @@ export function stopTakenOverCalls(session: CallsOf, stream: Stream, options: Re
   if (ids.length > 0) cancelCalls(session, ids, 'another instance answered this request');
 }
 
-/** What a client hears for a running call whose events the store lost before the client read them. */
-export const LOST_EVENTS = {
-  code: -32603,
-  message:
-    "Internal error: the event store lost this request's events before the client read them (it restarted empty, or evicted them); send the request again",
-};
-
 /**
  * The store lost frames of the stream it had acknowledged, so nothing later can be stored: its calls
  * end now with {@link LOST_EVENTS}, told by this instance to a client that resumes (the answers go
@@ -57,15 +51,6 @@ export function endStoreLostCalls(session: CallsOf, stream: Stream, options: Res
   if (ids.length > 0) void answerAndCancel(session, ids, LOST_EVENTS);
 }
 
-/** What a call hears when the event store stayed down while it sent more than `maxUnstoredBytes`. */
-export function storeDownTooLong(maxUnstoredBytes: number): { code: number; message: string; data: { maxUnstoredBytes: number } } {
-  return {
-    code: -32603,
-    message: `Internal error: the event store was unavailable while this request sent more than maxUnstoredBytes (${maxUnstoredBytes}) of events; it was stopped, send it again`,
-    data: { maxUnstoredBytes },
-  };
-}
-
 /** An outage held more of a stream's events than `maxUnstoredBytes`: its calls end (invariant: bounded). */
 export function endUnstoredCalls(session: CallsOf, stream: Stream, options: ResolvedOptions): void {
   const ids = [...stream.pending];
@@ -73,7 +58,7 @@ export function endUnstoredCalls(session: CallsOf, stream: Stream, options: Reso
   options.onError(
     new Error(`the event store was down while ${ids.length} request(s) sent more than maxUnstoredBytes (${maxUnstoredBytes}); stopped`),
   );
-  if (ids.length > 0) void answerAndCancel(session, ids, storeDownTooLong(maxUnstoredBytes));
+  if (ids.length > 0) void answerAndCancel(session, ids, unstoredBytesOverLimit(maxUnstoredBytes));
 }
 
 /** What the streams of `session` report to it as they append: built once per session. */

@@ -1,14 +1,7 @@
 import type { SessionDirectory } from '../ports/cluster.js';
 import type { ResolvedOptions } from '../options.js';
 import { asError } from '../util/errors.js';
-import { brieflyRetried } from '../util/retry.js';
-
-/**
- * Pauses between the later tries of a DELETE's cluster-wide end that Redis did not take while the
- * DELETE waited (it was answered 503): backing off to once a second, for as long as the session's
- * record could still restore it somewhere.
- */
-const END_RETRIES_MS = [250, 500, 1_000];
+import { OWED_END_RETRIES_MS, pauseBefore, withBriefRetries } from '../util/retry.js';
 
 /** At most this many ends are owed at once; past it the oldest is given up. */
 const MAX_OWED = 10_000;
@@ -80,7 +73,7 @@ export class SessionEnds {
       entry.trying = undefined;
       if (done || this.closed || Date.now() >= entry.until) this.giveUp(sessionId);
       else {
-        const pauseMs = END_RETRIES_MS[Math.min(entry.tries, END_RETRIES_MS.length - 1)];
+        const pauseMs = pauseBefore(OWED_END_RETRIES_MS, entry.tries);
         entry.timer = setTimeout(() => void this.endEverywhere(sessionId, principal, false), pauseMs);
         entry.timer.unref?.();
       }
@@ -111,8 +104,7 @@ export class SessionEnds {
     const release = () => this.directory!.end(sessionId);
     let released: void | boolean;
     try {
-      const trying = Promise.resolve().then(release);
-      released = await (waiting ? trying.catch(() => brieflyRetried(release)) : trying);
+      released = await (waiting ? withBriefRetries(release) : Promise.resolve().then(release));
     } catch (error) {
       if (report) onError(asError(error, 'cluster end failed (the DELETE is answered 503; tried again until Redis takes it)'));
       return false;
@@ -121,10 +113,7 @@ export class SessionEnds {
     if (released === false) return true;
     // Without its records nothing serves the session: events that stay expire with their stream's TTL.
     const drop = () => eventStore.deleteSession(sessionId);
-    await Promise.resolve()
-      .then(drop)
-      .catch(() => brieflyRetried(drop))
-      .catch((error: unknown) => onError(asError(error, 'event store deleteSession failed')));
+    await withBriefRetries(drop).catch((error: unknown) => onError(asError(error, 'event store deleteSession failed')));
     return true;
   }
 }

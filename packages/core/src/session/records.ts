@@ -1,6 +1,6 @@
 import type { ResolvedOptions } from '../options.js';
 import { asError, settle } from '../util/errors.js';
-import { brieflyRetried } from '../util/retry.js';
+import { withBriefRetries } from '../util/retry.js';
 import type { CopyRules } from './copy-rules.js';
 import { restoreRecordOf } from './record.js';
 import type { Session } from './session.js';
@@ -56,9 +56,7 @@ export class ClusterRecords {
       const record = restoreRecordOf(session);
       if (!record || session.closed) return;
       const save = () => directory.saveRecord!(session.sessionId as string, record, this.options.sessionIdleTtlMs, change);
-      const saving = Promise.resolve()
-        .then(save)
-        .catch(() => brieflyRetried(save));
+      const saving = withBriefRetries(save);
       this.saving.add(session);
       this.refreshed.set(session, Date.now());
       const saved = () => void this.saving.delete(session);

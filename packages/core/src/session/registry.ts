@@ -265,7 +265,7 @@ export class SessionRegistry {
     const { eventStore, onError, telemetry } = this.options;
     const cluster = this.cluster;
     // Nothing more is written here to its streams, whether it ends or lives on elsewhere (invariant: one-writer).
-    eventStore.stopWriting?.(id);
+    eventStore.doneWriting?.(id);
     if (telemetry.on) telemetry.sessionEvent('session.close', id, { reason });
     // Let go of for a peer: its events and record stay for the next instance (see letGo).
     if (reason === 'handoff') return;

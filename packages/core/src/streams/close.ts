@@ -19,7 +19,7 @@ export type SSEStreamControls =
  *
  * Returns `true` when the stream was closed. `false` when there is nothing to close or the client
  * could not come back: a JSON response, a stateless handler, a client on a protocol version before
- * 2025-11-25 (see `legacyPolling`), a 2026-07-28 client, or a request that is already answered. A
+ * 2025-11-25 (see `pollPre20251125Clients`), a 2026-07-28 client, or a request that is already answered. A
  * context that carries no close hook at all (the server is not served by mcp-kit) also gives
  * `false`, with a one-time warning, since that is a setup mistake.
  *

@@ -4,7 +4,7 @@ import { isStreamGap, isStreamTakenOver, type EventStore, type StreamKey } from 
 import type { CloseReason } from '../telemetry/events.js';
 import type { TelemetryHub } from '../telemetry/hub.js';
 import { asError } from '../util/errors.js';
-import { brieflyRetried, failureOf, retriedWhile } from '../util/retry.js';
+import { failureOf, retriedWhile, withBriefRetries } from '../util/retry.js';
 import type { SseConnection } from './connection.js';
 import { messageEvent, primingEvent } from './frames.js';
 
@@ -99,7 +99,7 @@ export class Stream {
   register(store: EventStore): void | Promise<void> {
     const create = () => store.createStream(this.key, this.kind === 'request' ? this.pending : undefined);
     const created = create();
-    return created === undefined ? undefined : Promise.resolve(created).catch(() => brieflyRetried(create));
+    return created === undefined ? undefined : withBriefRetries(create, created);
   }
 
   /** Whether a store write is still on its way (an asynchronous store). */
@@ -175,8 +175,8 @@ export class Stream {
    * Assigns the next id to a message, stores the frame, then writes it; after writing the final
    * frame it calls `onFinal`. With a synchronous store this all happens now; with an asynchronous
    * one frames go out in order, each only once stored. A store write that fails is tried again,
-   * backing off to once a second, for as long as the outage lasts (issue 27: a Redis restart or a
-   * failover outlasts any budget of a few seconds), the frames behind it waiting in order; past
+   * backing off to once a second, for as long as the outage lasts (a Redis restart or a failover
+   * outlasts any budget of a few seconds; invariant: come-back-later), the frames behind it waiting in order; past
    * `maxUnstoredBytes` waiting, the stream's calls are ended ({@link AppendHooks.onLost}). A frame
    * the store does not take is never written to the wire, since a client that saw it could not
    * resume past it without a gap: a client comes back and reads it from the store once it is there.

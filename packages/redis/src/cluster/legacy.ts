@@ -9,7 +9,8 @@ import type { Keyspace } from '../keyspace.js';
  * live across a rolling deploy survives it: an instance of this version finds a session an
  * instance of the old one made (`<prefix>owner:<id>` and `<prefix>restore:<id>`, no hash tag), and
  * forwards to its owner while that one beats, or moves the session into the current keyspace once
- * it is gone (forwarding), or copies it (shared). The other way does not work: an old instance
+ * it is gone (forwarding), or writes its record into the current keyspace and restores from it
+ * (shared). The other way does not work: an old instance
  * does not know a session made by a new one (it answers `404`). Nothing here writes the old keys
  * but the old owner record of a session moved over, which names its new owner so that an old
  * instance that was away forwards to it and stores nothing in it.

@@ -151,7 +151,7 @@ export class Copies implements ClusterStrategy, SessionCopies {
     for (const [error] of replies) if (error) throw error;
     const last = replies[0]![1] as Array<[string, string[]]>;
     let [record, saved] = replies[1]![1] as [string | null, string | null];
-    // A session of the keyspace before 0.2 (a rolling deploy from it): copied into the current one (see legacy.ts).
+    // A session of the keyspace before 0.2 (a rolling deploy from it): its record is written into the current one (see legacy.ts).
     if (record === null) {
       const legacy = (await readLegacy(client, keys, sessionId, true)).record;
       if (legacy) {

@@ -1,7 +1,6 @@
-import { StreamTakenOver } from '@mcp-kit/core';
+import { StreamGap, StreamTakenOver } from '@mcp-kit/core';
 import type { OwnerFence } from '../fence.js';
 import { refusalOf, ScriptRefusal } from '../script-errors.js';
-import { StreamGap } from './stream-gap.js';
 
 /**
  * Runs a fenced script; when it finds no owner record, asks whether Redis lost its data since

@@ -20,8 +20,6 @@ import { APPEND, CLOSE, CREATE, DELETE, REPLAY, WRITER } from './scripts.js';
 import { LiveTails } from './tails.js';
 import { StreamWriters, type WriteBatch } from './writers.js';
 
-export { StreamGap } from './stream-gap.js';
-
 export interface RedisEventStoreOptions {
   /** Redis to connect to, e.g. `redis://localhost:6379`. Give this or `client`. */
   url?: string;
@@ -162,7 +160,7 @@ export class RedisEventStore implements EventStore {
 
   /**
    * The stream's final frame, past frames Redis lost after acknowledging them (a failover to a
-   * replica they had not reached; {@link StreamGap}): REPLAY finds the gap and hands a resume on
+   * replica they had not reached; `StreamGap`): REPLAY finds the gap and hands a resume on
    * any instance this frame as the stream's end, and a live tail that misses the gap ends and its
    * client resumes so. Fenced like any append.
    */
@@ -277,12 +275,12 @@ export class RedisEventStore implements EventStore {
    * This instance writes no more to the stream (or to any stream of the session): its keys are no
    * longer refreshed, and age out `streamTtlMs` after their last event or resume.
    */
-  stopWriting(sessionId: string, streamId?: string): void {
+  doneWriting(sessionId: string, streamId?: string): void {
     if (streamId === undefined) this.writers.removeSession(sessionId);
     else this.writers.remove(sessionId, streamId);
   }
 
-  /** @internal For tests: how many streams this instance keeps alive (see {@link stopWriting}). */
+  /** @internal For tests: how many streams this instance keeps alive (see {@link doneWriting}). */
   get liveStreamCount(): number {
     return this.writers.size;
   }

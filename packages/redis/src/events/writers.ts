@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { StreamGap } from './stream-gap.js';
+import { StreamGap } from '@mcp-kit/core';
 
 /** A frame handed to the store and not stored yet. */
 interface Pending {
@@ -59,7 +59,7 @@ export type WriteBatch = (stream: WrittenStream, frames: Array<{ seq: number; fr
  * third of it, in one pipeline, for as long as this instance writes to them, so a stream is kept
  * at least `streamTtlMs` past its final frame without a TTL written per event. An instance that
  * dies stops refreshing, so its keys still age out. A stream leaves with its final frame, or when
- * the engine lets it go (`EventStore.stopWriting`).
+ * the engine is done writing it (`EventStore.doneWriting`).
  */
 export class StreamWriters {
   private readonly sessions = new Map<string, { hash: string; slots: Array<WrittenStream | undefined> }>();
