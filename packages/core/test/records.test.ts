@@ -98,8 +98,8 @@ describe('ClusterRecords.keepAlive', () => {
     await Promise.resolve();
     letGo.lastActive = start + SLACK + 1;
     // Let go of by this instance (a cap, hibernation): no longer among those it holds.
-    records.letGo(letGo);
-    records.letGo(letGoFresh);
+    records.copyLetGo(letGo);
+    records.copyLetGo(letGoFresh);
     connected.openConnections = 1;
     records.keepAlive([connected], start + EVERY);
     expect(kept).toEqual([['let-go', 'connected']]);

@@ -4,7 +4,7 @@ import { FORWARDED_HEADER } from '../ports/hops.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { JSONRPCMessage } from '../ports/mcp.js';
 import type { Arrival } from '../session/arrivals.js';
-import { LET_GO } from '../session/copy-rules.js';
+import { LET_GO_FOR_MEMORY } from '../session/copy-rules.js';
 import type { Session } from '../session/session.js';
 import type { SessionEndReason } from '../telemetry/events.js';
 import type { SessionRequest } from '../engine/cluster-port.js';
@@ -38,7 +38,7 @@ export class ForwardingMode extends Forwarding implements ClusterMode {
 
   /** The owner's copy is the session: its close ends it, unless only a cap or hibernation let it go and its record restores it anywhere. */
   endsSession(reason: SessionEndReason): boolean {
-    return !(LET_GO.has(reason) && this.restoresAnywhere);
+    return !(LET_GO_FOR_MEMORY.has(reason) && this.restoresAnywhere);
   }
 
   copyMade(): void {}

@@ -3,11 +3,12 @@ import type { SessionEndReason } from '../telemetry/events.js';
 import type { Session } from './session.js';
 
 /**
- * Why only this instance's copy of a session goes, not the session: a cap made room (`evict`), or
- * it idled past `hibernateAfterMs` (`hibernate`). Where its record is kept (the cluster's, or
- * `KeptSessions` alone) it lives on, and its next request restores it.
+ * Why an instance lets go of a copy for its own memory: a cap made room (`evict`), or the copy idled
+ * past `hibernateAfterMs` (`hibernate`). Where its record is kept (the cluster's, or `KeptSessions`
+ * alone) the session lives on, and its next request restores it. (A drain's hand-off, `handoff`,
+ * is the other way a copy is let go of: for a peer.)
  */
-export const LET_GO: ReadonlySet<SessionEndReason> = new Set(['evict', 'hibernate']);
+export const LET_GO_FOR_MEMORY: ReadonlySet<SessionEndReason> = new Set(['evict', 'hibernate']);
 
 /**
  * What the session layer asks of the cluster about the copies it holds: the session directory

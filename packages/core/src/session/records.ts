@@ -22,7 +22,7 @@ export class ClusterRecords {
   /** When the records were last kept alive. */
   private keptAt = Date.now();
   /** Sessions active since then that this instance let go of: their records are kept alive with the others'. */
-  private letGoActive: string[] = [];
+  private activeLetGo: string[] = [];
   /** When each session's record was last saved or kept alive (its TTL counts from then). */
   private readonly refreshed = new WeakMap<Session, number>();
   /** How often the records are kept alive: a quarter of their TTL, at most a minute. */
@@ -91,10 +91,10 @@ export class ClusterRecords {
     return this.firstSaves.get(session);
   }
 
-  /** This instance let go of the session; its record lives on. */
-  letGo(session: Session): void {
+  /** This instance let go of its copy of the session; the record lives on, kept alive as long as the session would be. */
+  copyLetGo(session: Session): void {
     // Active since the records were last kept alive: kept alive with the others' next time.
-    if (session.lastActive >= this.keptAt && !this.fresh(session)) this.letGoActive.push(session.sessionId as string);
+    if (session.lastActive >= this.keptAt && !this.fresh(session)) this.activeLetGo.push(session.sessionId as string);
   }
 
   /** Whether the session's record was saved or kept alive about when it was last active (within the slack). */
@@ -112,8 +112,8 @@ export class ClusterRecords {
     if (!directory.keepRecords || now - this.keptAt < this.keepEveryMs) return;
     const since = this.keptAt;
     this.keptAt = now;
-    const active = this.letGoActive;
-    this.letGoActive = [];
+    const active = this.activeLetGo;
+    this.activeLetGo = [];
     for (const session of held) {
       if (session.openConnections === 0 && (session.lastActive < since || this.fresh(session))) continue;
       active.push(session.sessionId as string);

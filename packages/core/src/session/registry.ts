@@ -5,7 +5,7 @@ import { asError, settle } from '../util/errors.js';
 import type { RestoreRecord } from '../ports/record.js';
 import { restoreFromRecord, restoreRecordOf } from './record.js';
 import type { SessionEndReason } from '../telemetry/events.js';
-import { LET_GO, type CopyRules } from './copy-rules.js';
+import { LET_GO_FOR_MEMORY, type CopyRules } from './copy-rules.js';
 import { SessionEnds } from './ends.js';
 import { Session } from './session.js';
 import { KeptSessions } from './kept.js';
@@ -67,7 +67,7 @@ export class SessionRegistry {
   /**
    * Makes room for one more session of `holder` (a principal, or a client address): at a cap, the
    * least recently used idle session (of that holder, for its own cap) is let go of (see
-   * {@link LET_GO}). `false` when the cap is reached and every session under it is busy.
+   * {@link LET_GO_FOR_MEMORY}). `false` when the cap is reached and every session under it is busy.
    */
   makeRoom(holder: string | undefined): boolean {
     const perHolder = this.options.maxSessionsPerPrincipal;
@@ -272,10 +272,10 @@ export class SessionRegistry {
     // Only the copy goes: its record restores the session on whichever instance its next request
     // reaches, this one included; the directory hears that this instance holds it no more.
     if (cluster && !cluster.endsSession(reason)) {
-      if (LET_GO.has(reason)) this.records?.letGo(session);
+      if (LET_GO_FOR_MEMORY.has(reason)) this.records?.copyLetGo(session);
       return settle(() => cluster.directory.letGo?.(id), onError, 'cluster letGo failed');
     }
-    if (this.kept && LET_GO.has(reason) && this.keep(session)) return;
+    if (this.kept && LET_GO_FOR_MEMORY.has(reason) && this.keep(session)) return;
     if (!cluster) return settle(() => eventStore.deleteSession(id), onError, 'event store deleteSession failed');
     // Its client's DELETE (or its server closed): it ends everywhere, and the DELETE waits for that.
     if (reason === 'delete') return void this.ends.endEverywhere(id, session.principal);
