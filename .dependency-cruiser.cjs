@@ -150,6 +150,14 @@ module.exports = {
       to: { path: CORE + 'cluster/' },
     },
     {
+      name: 'modes-in-cluster',
+      comment:
+        "below the cluster layer nothing asks which cluster mode runs: the mode's own ports (ports/owners.ts: forwarding, ports/copies.ts: shared) are for cluster/ alone; the session layer asks through session/copy-rules.ts, the engine through engine/cluster-port.ts",
+      severity: 'error',
+      from: { path: [CORE + 'session/', CORE + 'engine/', CORE + 'modern/'] },
+      to: { path: CORE + 'ports/(owners|copies)\\.ts$' },
+    },
+    {
       name: 'eras-apart',
       comment:
         'the 2026 engine (modern/) uses of engine/ only what both eras share (the context, the call lifetime, the cluster port), never a 2025 verb',

@@ -32,6 +32,29 @@ export default tseslint.config(
     rules: { 'max-lines': ['error', { max: 350 }] },
   },
   {
+    // The cluster reaches the engine as one strategy, chosen once (cluster/layer.ts): below
+    // cluster/ nothing asks which mode runs (docs/design.md, "Layers"). The session layer asks the
+    // mode through CopyRules, the engine through ClusterPort; a branch on the mode here is a bug.
+    files: ['packages/core/src/{session,engine,modern}/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'MemberExpression[property.name=/^(shared|owners|copies)$/]',
+          message: 'A cluster mode branch below cluster/: ask the mode through ClusterPort (engine) or CopyRules (session).',
+        },
+        {
+          selector: 'ObjectPattern > Property[key.name=/^(shared|owners|copies)$/]',
+          message: 'A cluster mode branch below cluster/: ask the mode through ClusterPort (engine) or CopyRules (session).',
+        },
+        {
+          selector: "BinaryExpression[operator='in'][left.value=/^(shared|owners|copies)$/]",
+          message: 'A cluster mode branch below cluster/: ask the mode through ClusterPort (engine) or CopyRules (session).',
+        },
+      ],
+    },
+  },
+  {
     // Tests and their testbed read untyped JSON off the wire and build fakes; `any` and `this` aliases are fine there.
     files: ['tests/**', 'packages/*/test/**', 'packages/testbed/src/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-this-alias': 'off' },

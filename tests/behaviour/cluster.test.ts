@@ -115,39 +115,44 @@ class Directory {
     const check = () => {
       if (dir.down) throw new Error('directory unreachable');
     };
-    return {
+    const cluster: SessionCluster & { forwards: number } = {
       forwards: 0,
-      ownerCheckMs: 50,
-      async claim(sessionId, principal) {
-        check();
-        dir.owners.set(sessionId, { instanceId, principal, url: self.url });
+      directory: {
+        writerCheckMs: 50,
+        async open(sessionId, principal) {
+          check();
+          dir.owners.set(sessionId, { instanceId, principal, url: self.url });
+        },
+        end(sessionId) {
+          dir.owners.delete(sessionId);
+        },
+        touch(sessionId) {
+          dir.seen.set(sessionId, Date.now());
+        },
+        async activeElsewhere(sessionId) {
+          return Date.now() - (dir.seen.get(sessionId) ?? 0) < 150;
+        },
+        close() {
+          forwarder.close();
+          dir.alive.delete(instanceId);
+        },
       },
-      release(sessionId) {
-        dir.owners.delete(sessionId);
-      },
-      touch(sessionId) {
-        dir.seen.set(sessionId, Date.now());
-      },
-      async activeElsewhere(sessionId) {
-        return Date.now() - (dir.seen.get(sessionId) ?? 0) < 150;
-      },
-      async lookupOwner(sessionId): Promise<SessionOwner | undefined> {
-        check();
-        const record = dir.owners.get(sessionId);
-        if (!record) return undefined;
-        if (record.instanceId === instanceId) return { instanceId, self: true, principal: record.principal };
-        if (!dir.alive.has(record.instanceId)) return undefined;
-        return { instanceId: record.instanceId, self: false, principal: record.principal, address: record.url };
-      },
-      forward(owner, request, responder) {
-        this.forwards++;
-        return forwarder.forward(owner.address as string, request, responder);
-      },
-      close() {
-        forwarder.close();
-        dir.alive.delete(instanceId);
+      owners: {
+        async lookupOwner(sessionId): Promise<SessionOwner | undefined> {
+          check();
+          const record = dir.owners.get(sessionId);
+          if (!record) return undefined;
+          if (record.instanceId === instanceId) return { instanceId, self: true, principal: record.principal };
+          if (!dir.alive.has(record.instanceId)) return undefined;
+          return { instanceId: record.instanceId, self: false, principal: record.principal, address: record.url };
+        },
+        forward(owner, request, responder) {
+          cluster.forwards++;
+          return forwarder.forward(owner.address as string, request, responder);
+        },
       },
     };
+    return cluster;
   }
 }
 
@@ -317,7 +322,7 @@ describe.each(inProcessAdapters)('cluster ports: $name', (adapter) => {
     // The owner still serves its own session: it needs no directory for that.
     expect((await http(p.a.url).post({ jsonrpc: '2.0', id: 3, method: 'ping' }, headers)).status).toBe(200);
     expect(p.b.errors.map((e) => e.message)).toEqual([
-      'cluster claim failed: directory unreachable',
+      'cluster open failed: directory unreachable',
       'cluster lookupOwner failed: directory unreachable',
     ]);
   });

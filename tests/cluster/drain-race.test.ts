@@ -59,16 +59,16 @@ describe('a draining instance of a shared cluster', () => {
     const { headers } = await openSession(http(a.url));
 
     // B reads the session's record (its copy) only once the drain has begun.
-    const cluster = b.scaleOut.cluster;
-    const takeOver = cluster.takeOver.bind(cluster);
+    const copies = b.scaleOut.cluster.copies!;
+    const restore = copies.restore.bind(copies);
     let reading!: () => void;
     const readStarted = new Promise<void>((resolve) => (reading = resolve));
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    cluster.takeOver = async (...args: Parameters<typeof takeOver>) => {
+    copies.restore = async (...args: Parameters<typeof restore>) => {
       reading();
       await released;
-      return takeOver(...args);
+      return restore(...args);
     };
 
     const call = http(b.url).postSse(callTool(2, 'work'), headers);

@@ -3,7 +3,6 @@ import { ClusterLayer } from './cluster/layer.js';
 import { EngineContext } from './engine/context.js';
 import { serveDelete } from './engine/delete.js';
 import { serveGet } from './engine/get.js';
-import { drain } from './engine/drain.js';
 import { servePost } from './engine/post.js';
 import { ErrorCode, reject, sendRejection } from './http/errors.js';
 import { checkHostAndOrigin, checkHostSyntax, checkMethod, header, isLoopbackAddress } from './http/rules.js';
@@ -50,7 +49,7 @@ export class McpHandler {
   private async serve(req: CoreRequest, res: CoreResponder): Promise<void> {
     const ctx = this.ctx;
     // After a drain, close() refuses only once nothing can be handed over any more.
-    if (ctx.closing && !(ctx.draining && !ctx.clusterClosed)) {
+    if (ctx.drain.refusesAll) {
       const retryAfter = String(Math.max(1, Math.ceil(ctx.options.retryMs / 1000)));
       return sendRejection(
         res,
@@ -105,23 +104,20 @@ export class McpHandler {
     const deadlineMs = options.deadlineMs ?? 30_000;
     if (!Number.isInteger(deadlineMs) || deadlineMs < 0)
       throw new RangeError(`drain: deadlineMs must be a non-negative integer, got ${String(deadlineMs)}`);
-    this.draining ??= drain(this.ctx, deadlineMs);
-    return this.draining;
+    return this.ctx.drain.start(this.ctx, deadlineMs);
   }
-
-  private draining: Promise<void> | undefined;
 
   /** Graceful shutdown: ends every stream with the retry hint, closes every session and the store. */
   async close(): Promise<void> {
     const ctx = this.ctx;
-    ctx.closing = true;
+    ctx.drain.close();
     ctx.registry.close(ctx.options.retryMs);
     ctx.listeners.close();
     ctx.tasks?.close();
     await ctx.modern.close();
     await ctx.cluster?.leave(ctx.options.retryMs);
-    ctx.clusterClosed = true;
-    await ctx.options.cluster?.close?.();
+    ctx.drain.leftCluster();
+    await ctx.options.cluster?.directory.close?.();
     await ctx.options.eventStore.close?.();
     await ctx.options.taskStore.close?.();
   }

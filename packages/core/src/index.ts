@@ -39,8 +39,11 @@ export type {
 export { StreamGap, StreamTakenOver } from './ports/event-store.js';
 export type { TaskStore, TaskRecord, TaskStatus, TaskChange, TaskSignalListener, InputRequest } from './ports/task-store.js';
 export { TERMINAL_STATUSES } from './ports/task-store.js';
-export { FORWARDED_HEADER, HANDED_OVER_HEADER, MOVED_HEADER } from './ports/cluster.js';
-export type { ClusterMessage, SessionCluster, SessionOwner, ForwardedRequest, RestoreRecord, TakeOver } from './ports/cluster.js';
+export type { SessionCluster, SessionDirectory } from './ports/cluster.js';
+export type { RestoreRecord, Restored } from './ports/record.js';
+export { FORWARDED_HEADER, HANDED_OVER_HEADER, MOVED_HEADER } from './ports/hops.js';
+export type { SessionOwners, SessionOwner, ForwardedRequest, TakeOver } from './ports/owners.js';
+export type { SessionCopies, ClusterMessage } from './ports/copies.js';
 export type { CoreRequest, CoreResponder, SseSink, BodyText, OutHeaders, HeaderMap, GetAuthInfo } from './ports/http.js';
 export type { AuthInfo } from './ports/mcp.js';
 // What `McpHandler.observe` reports; `@mcp-kit/core/otel` turns it into OpenTelemetry metrics and spans.

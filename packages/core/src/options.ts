@@ -201,9 +201,9 @@ export interface McpHandlerOptions {
   onError?: (error: Error) => void;
   /**
    * Several instances behind a load balancer without sticky sessions (e.g. `@mcp-kit/redis`):
-   * requests for a session another instance owns are forwarded to it, and a `GET` +
-   * `Last-Event-ID` is served here from the shared `eventStore`. Needs an `eventStore` all
-   * instances share. Ignored in stateless mode. Default: none (sessions live on one instance).
+   * requests for a session another instance owns are forwarded to it (forwarding mode), or served
+   * here by a copy restored from its record (shared mode); a resume of a stream written elsewhere is
+   * served from the `eventStore` all instances share. Ignored in stateless mode. Default: none.
    */
   cluster?: SessionCluster;
   /** An OAuth 2.1 resource server: every request needs a bearer token (see {@link AuthOptions}). Default: none. */
@@ -292,13 +292,23 @@ export function resolveOptions(options: McpHandlerOptions): ResolvedOptions {
     allowedOrigins: (options.allowedOrigins ?? allowedHosts).map((o) => o.toLowerCase().replace(/\/$/, '')),
     pollPre20251125Clients: resolvePollPre20251125Clients(options),
     onError,
-    cluster: options.stateless ? undefined : options.cluster,
+    cluster: options.stateless ? undefined : resolveCluster(options.cluster),
     auth:
       options.auth === undefined
         ? undefined
         : createResourceServer(options.auth, { allowedHosts, clustered: options.cluster !== undefined && !options.stateless }, onError),
     telemetry: new TelemetryHub(onError),
   };
+}
+
+/** A cluster names its mode by what it gives beside its directory: exactly one of `owners` (forwarding) or `copies` (shared). */
+function resolveCluster(cluster: SessionCluster | undefined): SessionCluster | undefined {
+  if (cluster === undefined) return undefined;
+  if (typeof cluster?.directory !== 'object' || cluster.directory === null)
+    throw new TypeError(`${OWNER}: cluster must have a \`directory\` (a SessionCluster: see @mcp-kit/redis' createRedisScaleOut)`);
+  if ((cluster.owners === undefined) === (cluster.copies === undefined))
+    throw new TypeError(`${OWNER}: cluster must have either \`owners\` (forwarding mode) or \`copies\` (shared mode)`);
+  return cluster;
 }
 
 function resolveClientKey(clientKey: McpHandlerOptions['clientKey']): ResolvedOptions['clientKey'] {

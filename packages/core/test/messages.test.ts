@@ -88,9 +88,9 @@ describe('parseMessages: rejections (400, -32600)', () => {
   });
 
   it('a batch item that is not an object, naming its index', () => {
-    expectInvalid([request(1), 'x'], true, 'Invalid Request (batch item 1): expected a JSON-RPC 2.0 object');
-    expectInvalid([[request(1)]], true, 'Invalid Request (batch item 0): expected a JSON-RPC 2.0 object');
-    expectInvalid([request(1), notification(), null], true, 'Invalid Request (batch item 2): expected a JSON-RPC 2.0 object');
+    expectInvalid([request(1), 'x'], true, 'Invalid Request (batch index 1): expected a JSON-RPC 2.0 object');
+    expectInvalid([[request(1)]], true, 'Invalid Request (batch index 0): expected a JSON-RPC 2.0 object');
+    expectInvalid([request(1), notification(), null], true, 'Invalid Request (batch index 2): expected a JSON-RPC 2.0 object');
   });
 
   it('a missing or wrong jsonrpc version', () => {
@@ -98,7 +98,7 @@ describe('parseMessages: rejections (400, -32600)', () => {
       expectInvalid({ jsonrpc, id: 1, method: 'x' }, false, 'Invalid Request: "jsonrpc" must be "2.0"');
     }
     expectInvalid({ id: 1, method: 'x' }, false, 'Invalid Request: "jsonrpc" must be "2.0"');
-    expectInvalid([request(1), { jsonrpc: '1.0', method: 'x' }], true, 'Invalid Request (batch item 1): "jsonrpc" must be "2.0"');
+    expectInvalid([request(1), { jsonrpc: '1.0', method: 'x' }], true, 'Invalid Request (batch index 1): "jsonrpc" must be "2.0"');
   });
 
   it('an id that is not a string or an integer (float, object, null, boolean, array, unsafe integer)', () => {
@@ -195,7 +195,7 @@ describe('parseMessages: rejections (400, -32600)', () => {
     expectInvalid(
       [request(1), { jsonrpc: '2.0', id: 1.5, method: 'x' }, { jsonrpc: '1.0' }],
       true,
-      'Invalid Request (batch item 1): "id" must be a string or an integer',
+      'Invalid Request (batch index 1): "id" must be a string or an integer',
     );
   });
 });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MemoryEventStore, type EventStore, type McpHandlerOptions } from '@mcp-kit/core';
+import { MemoryEventStore, type EventStore, type McpHandlerOptions, type SessionCluster } from '@mcp-kit/core';
 import { resolveOptions } from '../src/options.js';
 import type { TaskStore } from '../src/ports/task-store.js';
 import { MemoryTaskStore } from '../src/tasks/memory-store.js';
@@ -168,8 +168,26 @@ describe('resolveOptions: errors', () => {
     expect(resolveOptions({ server }).clientKey({ headers: {}, remoteAddress: '192.0.2.1' })).toBe('192.0.2.1');
   });
 
+  it('refuses a cluster that names no mode, or two: a directory and exactly one of owners (forwarding) and copies (shared)', () => {
+    const eventStore = { append() {}, replayAfter: () => ({ ok: false, reason: 'unknown' }), deleteSession() {} } as unknown as EventStore;
+    const directory = { open: async () => {}, end: () => {} };
+    const owners = { lookupOwner: async () => undefined, forward: async () => {} };
+    const copies = { restore: async () => undefined, post: async () => {}, onMessage: () => {} };
+    const resolve = (cluster: unknown) => resolveOptions({ server, eventStore, tasks: false, cluster: cluster as SessionCluster });
+    expect(() => resolve({ owners })).toThrow('createMcpHandler: cluster must have a `directory`');
+    expect(() => resolve({ directory })).toThrow(
+      'createMcpHandler: cluster must have either `owners` (forwarding mode) or `copies` (shared mode)',
+    );
+    expect(() => resolve({ directory, owners, copies })).toThrow(/either `owners` \(forwarding mode\) or `copies`/);
+    expect(resolve({ directory, owners }).cluster?.owners).toBe(owners);
+    expect(resolve({ directory, copies }).cluster?.copies).toBe(copies);
+  });
+
   it('refuses a cluster with an in-memory event store or task store at startup', () => {
-    const cluster = { claim: async () => {}, release: () => {}, lookupOwner: async () => undefined, forward: async () => {} };
+    const cluster = {
+      directory: { open: async () => {}, end: () => {} },
+      owners: { lookupOwner: async () => undefined, forward: async () => {} },
+    };
     // What a shared store looks like to the engine: not the in-memory default.
     const shared = new MemoryEventStore();
     const eventStore: EventStore = {

@@ -2,7 +2,8 @@
 // session's last activity, whether this instance still holds the session or let it go, for one
 // batch of `keepRecords` per interval, not one command per request.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { EventStore, SessionCluster } from '../src/index.js';
+import type { EventStore, SessionCluster, SessionDirectory } from '../src/index.js';
+import type { CopyRules } from '../src/session/copy-rules.js';
 import { resolveOptions } from '../src/options.js';
 import { ClusterRecords } from '../src/session/records.js';
 import { Session } from '../src/session/session.js';
@@ -17,15 +18,17 @@ function setUp() {
   vi.spyOn(Date, 'now').mockReturnValue(now);
   const kept: string[][] = [];
   const saved: string[] = [];
-  const cluster = {
-    claim: async () => {},
-    release: () => true,
-    lookupOwner: async () => undefined,
-    forward: async () => {},
+  const directory = {
+    open: async () => {},
+    end: () => true,
     saveRecord: async (sessionId: string) => void saved.push(sessionId),
-    takeOver: async () => undefined,
     keepRecords: async (ids: string[]) => void kept.push(ids),
+  } satisfies SessionDirectory;
+  const cluster = {
+    directory,
+    owners: { lookupOwner: async () => undefined, forward: async () => {}, takeOver: async () => undefined },
   } satisfies SessionCluster;
+  const rules: CopyRules = { directory, restoresAnywhere: true, recordFirst: false, endsSession: () => true, copyMade: () => {} };
   const eventStore = {
     createStream() {},
     append() {},
@@ -42,7 +45,7 @@ function setUp() {
       throw e;
     },
   });
-  const records = new ClusterRecords(options);
+  const records = new ClusterRecords(options, rules);
   /** A session whose handshake is done (its record saved now), last active at `lastActive`. */
   const session = (id: string, lastActive: number) => {
     const s = new Session(id, undefined, options, new Set(), () => {});
@@ -95,8 +98,8 @@ describe('ClusterRecords.keepAlive', () => {
     await Promise.resolve();
     letGo.lastActive = start + SLACK + 1;
     // Let go of by this instance (a cap, hibernation): no longer among those it holds.
-    records.letGo(letGo);
-    records.letGo(letGoFresh);
+    records.copyLetGo(letGo);
+    records.copyLetGo(letGoFresh);
     connected.openConnections = 1;
     records.keepAlive([connected], start + EVERY);
     expect(kept).toEqual([['let-go', 'connected']]);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RedisClient } from './client.js';
-import type { ClusterMessage, CoreResponder, ForwardedRequest, RestoreRecord, SessionCluster, SessionOwner, TakeOver } from '@mcp-kit/core';
+import type { RestoreRecord, SessionCluster, SessionDirectory } from '@mcp-kit/core';
 import { positiveInt } from '@mcp-kit/core/internal';
 import { checkClient, createRedisClient, whenReady } from './client.js';
 import { Owners } from './cluster/forwarding.js';
@@ -90,29 +90,33 @@ export interface RedisSessionClusterOptions {
  * Sessions shared by several instances through Redis, for `createMcpHandler({ cluster })`, in one
  * of two modes picked once at construction (see {@link RedisSessionClusterOptions.mode}):
  * forwarding, where each session has an owner that the other instances forward its requests to
- * (`cluster/forwarding.ts`), or shared, where any instance serves a copy restored from the
- * session's record (`cluster/shared.ts`). Both stand on this instance's heartbeat in Redis
+ * (`owners`, `cluster/forwarding.ts`), or shared, where any instance serves a copy restored from
+ * the session's record (`copies`, `cluster/shared.ts`). It is the session directory both modes
+ * share (`directory` is this object), standing on this instance's heartbeat in Redis
  * (`cluster/registry.ts`): an instance whose key is gone `3 × heartbeatMs` after its last beat
  * counts as gone.
  *
  * If the instance key was missing at a heartbeat (Redis restarted, or this instance was cut off
  * past its TTL), every record it holds is checked and written again, so service recovers by itself.
  */
-export class RedisSessionCluster implements SessionCluster, StoreLink {
+export class RedisSessionCluster implements SessionCluster, SessionDirectory, StoreLink {
   readonly instanceId: string;
   /** `''` in a shared cluster. */
   readonly internalUrl: string;
   /** `mode: 'shared'`: no instance owns a session, any instance serves it (see {@link RedisSessionClusterOptions.mode}). */
   readonly shared: boolean;
-  readonly ownerCheckMs: number;
-  /** An instance counts as gone `3 × heartbeatMs` after its last beat. */
-  readonly ownerTimeoutMs: number;
+  /** How often a resume followed here checks the instance that writes its stream (and touches the session). */
+  readonly writerCheckMs: number;
+  /** Forwarding mode: the sessions' owners, and how to reach them (`undefined` in a shared cluster). */
+  readonly owners: Owners | undefined;
+  /** Shared mode: copies restored from the record, and the bus between them (`undefined` in forwarding mode). */
+  readonly copies: Copies | undefined;
   readonly client: RedisClient;
   private readonly keys: Keyspace;
   private readonly ownsClient: boolean;
   private readonly registry: InstanceRegistry;
   private readonly mode: ClusterStrategy;
-  private lostListener: ((sessionId: string) => void) | undefined;
+  private letGoListener: ((sessionId: string) => void) | undefined;
   private closed = false;
   /** A `RedisEventStore` was given this cluster (see {@link StoreLink}); warned once otherwise. */
   private storeLinked = false;
@@ -140,16 +144,15 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
     this.instanceId = options.instanceId ?? randomUUID();
     const heartbeatMs = positiveInt(options.heartbeatMs ?? 2_000, 'heartbeatMs', 'RedisSessionCluster');
     const ownerTtlMs = positiveInt(options.ownerTtlMs ?? 24 * 60 * 60_000, 'ownerTtlMs', 'RedisSessionCluster');
-    this.ownerCheckMs = Math.max(heartbeatMs, 1_000);
+    this.writerCheckMs = Math.max(heartbeatMs, 1_000);
     this.registry = new InstanceRegistry(this.client, this.keys, this.instanceId, internalUrl, heartbeatMs, options.hopSecret, (since) =>
       this.mode.tick(since),
     );
-    this.ownerTimeoutMs = this.registry.ownerTimeoutMs;
     const context: ClusterContext = {
       client: this.client,
       keys: this.keys,
       registry: this.registry,
-      lost: (sessionId) => this.lostListener?.(sessionId),
+      lost: (sessionId) => this.letGoListener?.(sessionId),
       checkTimeoutMs: options.commandTimeoutMs ?? 2_000,
     };
     const forwarding = {
@@ -157,7 +160,8 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
       responseTimeoutMs: positiveInt(options.responseTimeoutMs ?? 3_000, 'responseTimeoutMs', 'RedisSessionCluster'),
       maxBufferedBytes: options.maxBufferedBytes,
     };
-    this.mode = this.shared ? new Copies(context) : new Owners(context, forwarding, ownerTtlMs);
+    if (this.shared) this.mode = this.copies = new Copies(context);
+    else this.mode = this.owners = new Owners(context, forwarding, ownerTtlMs);
     this.fence = this.shared
       ? undefined
       : { instanceId: this.instanceId, dataLost: (sessionId) => this.registry.dataLostSinceRecords(sessionId) };
@@ -170,6 +174,11 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
    * option; `createRedisScaleOut` does it), see fence.ts; `undefined` in a shared cluster.
    */
   readonly fence: OwnerFence | undefined;
+
+  /** The directory both modes share is this object. */
+  get directory(): SessionDirectory {
+    return this;
+  }
 
   /** The instance named as the writer of each stream its event store makes. */
   get writerId(): string {
@@ -188,7 +197,7 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
     await checkEvictionPolicy(this.client);
   }
 
-  claim(sessionId: string, principal: string | undefined): Promise<void> {
+  open(sessionId: string, principal: string | undefined): Promise<void> {
     if (!this.storeLinked && !this.warnedUnlinked) {
       this.warnedUnlinked = true;
       process.emitWarning(
@@ -200,7 +209,7 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
         { code: 'MCP_KIT_UNLINKED_EVENT_STORE' },
       );
     }
-    return this.mode.claim(sessionId, principal);
+    return this.mode.open(sessionId, principal);
   }
 
   /**
@@ -209,8 +218,8 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
    * it goes on where it stopped. In a shared cluster (called for the client's DELETE only) the
    * session ends everywhere.
    */
-  release(sessionId: string): Promise<boolean> {
-    return this.mode.release(sessionId);
+  end(sessionId: string): Promise<boolean> {
+    return this.mode.end(sessionId);
   }
 
   /** Keeps what restores the session elsewhere, for `ttlMs`. */
@@ -236,18 +245,9 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
     for (const [error] of results) if (error) throw error;
   }
 
-  /**
-   * Forwarding: takes over a session whose owner is gone or handed it off, atomically, so of several
-   * instances racing for it one wins and the others are told the winner. Shared: the record of a
-   * session, for a copy of it here; nothing is taken from anyone.
-   */
-  takeOver(sessionId: string, principal: string | undefined): Promise<TakeOver | undefined> {
-    return this.mode.takeOver(sessionId, principal);
-  }
-
-  /** Lets go of a session here (draining, idle): forwarding, its owner record goes and its restore record stays for the next instance. */
-  handOff(sessionId: string): Promise<void> {
-    return this.mode.handOff(sessionId);
+  /** This instance let go of its copy (draining, idle): forwarding, its owner record goes and its record stays for the next instance. */
+  letGo(sessionId: string): Promise<void> {
+    return this.mode.letGo(sessionId);
   }
 
   /**
@@ -256,53 +256,22 @@ export class RedisSessionCluster implements SessionCluster, StoreLink {
    * own to serve; rejects when Redis cannot be asked: serving blind could make two servers of one
    * session, or serve a deleted one.
    */
-  confirmOwnership(): Promise<void> | undefined {
-    return this.closed ? undefined : this.mode.confirmOwnership();
+  confirmHeld(): Promise<void> | undefined {
+    return this.closed ? undefined : this.mode.confirmHeld();
   }
 
-  /** Called with each session another instance took over while this one was away (see {@link SessionCluster.onLost}). */
-  onLost(listener: (sessionId: string) => void): void {
-    this.lostListener = listener;
+  /** Called with each session whose copy here is no longer this instance's to serve (see `SessionDirectory.onLetGo`). */
+  onLetGo(listener: (sessionId: string) => void): void {
+    this.letGoListener = listener;
   }
 
-  /** The other instances that beat, with their internal URLs (none in a shared cluster: no instance reaches another). */
-  peers(): Promise<SessionOwner[]> {
-    return this.mode.peers();
-  }
-
-  lookupOwner(sessionId: string): Promise<SessionOwner | undefined> {
-    return this.mode.lookupOwner(sessionId);
-  }
-
-  /** Marks the session as followed from this instance for `3 × ownerCheckMs`. */
+  /** Marks the session as followed from this instance for `3 × writerCheckMs`. */
   async touch(sessionId: string): Promise<void> {
-    await this.client.set(this.keys.seen(sessionId), this.instanceId, 'PX', this.ownerCheckMs * 3);
+    await this.client.set(this.keys.seen(sessionId), this.instanceId, 'PX', this.writerCheckMs * 3);
   }
 
   async activeElsewhere(sessionId: string): Promise<boolean> {
     return (await this.client.exists(this.keys.seen(sessionId))) === 1;
-  }
-
-  /** Whether a forwarded-by or handed-over-by header was signed by an instance of this cluster. */
-  verifyHop(value: string, request: { method: string; sessionId: string | undefined }): boolean {
-    return this.registry.hops.verify(value, request);
-  }
-
-  forward(owner: SessionOwner, request: ForwardedRequest, responder: CoreResponder): Promise<void> {
-    return this.mode.forward(owner, request, responder);
-  }
-
-  /**
-   * Shared: `message` for the instance `to` (`'*'`: every instance; this one ignores its own),
-   * kept in Redis until read (see `cluster/bus.ts`). Resolves once stored.
-   */
-  post(to: string, message: ClusterMessage): Promise<void> {
-    return this.mode.post(to, message);
-  }
-
-  /** Shared: `listener` gets what other instances {@link post} here (one more Redis connection, subscribed). */
-  onMessage(listener: (message: ClusterMessage) => void): void {
-    if (!this.closed) this.mode.onMessage(listener);
   }
 
   /** Whether an instance has beaten within its TTL (a task whose owner is gone fails); cached for half a heartbeat. */

@@ -64,8 +64,8 @@ describe('the eviction policy is checked at startup', () => {
     const b = await instance(redis.url, 'b1');
     expect(evictionWarnings().length).toBe(before + 1);
     // A warning, not a refusal: sessions work.
-    await a.cluster.claim('sess-1', undefined);
-    expect(await b.cluster.lookupOwner('sess-1')).toMatchObject({ instanceId: 'a1' });
+    await a.cluster.open('sess-1', undefined);
+    expect(await b.cluster.owners!.lookupOwner('sess-1')).toMatchObject({ instanceId: 'a1' });
   });
 
   it('noeviction: no warning; once Redis is full, writes are refused (503) and nothing it holds is evicted', async () => {
@@ -74,7 +74,7 @@ describe('the eviction policy is checked at startup', () => {
     const a = await instance(redis.url, 'a2');
     const b = await instance(redis.url, 'b2');
     expect(evictionWarnings().length).toBe(before);
-    await a.cluster.claim('sess-live', undefined);
+    await a.cluster.open('sess-live', undefined);
     const key = { sessionId: 'sess-live', streamId: 'stream'.padEnd(22, '0') };
     await a.eventStore.createStream(key, [1]);
     // Redis is full now.
@@ -82,10 +82,10 @@ describe('the eviction policy is checked at startup', () => {
     try {
       const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
       await admin.config('SET', 'maxmemory', String(used - 1024));
-      await expect(a.cluster.claim('sess-new', undefined)).rejects.toThrow(/OOM/);
+      await expect(a.cluster.open('sess-new', undefined)).rejects.toThrow(/OOM/);
       await expect(a.eventStore.append(key, 1, 'id: x.1\ndata: {}\n\n', false)).rejects.toThrow(/OOM/);
       // What it holds stays: the live session still has its owner.
-      expect(await b.cluster.lookupOwner('sess-live')).toMatchObject({ instanceId: 'a2' });
+      expect(await b.cluster.owners!.lookupOwner('sess-live')).toMatchObject({ instanceId: 'a2' });
       await admin.config('SET', 'maxmemory', '0');
       await a.eventStore.append(key, 1, 'id: x.1\ndata: {}\n\n', false);
     } finally {
@@ -105,6 +105,6 @@ describe('the eviction policy is checked at startup', () => {
     const found = evictionWarnings().slice(before);
     expect(found).toHaveLength(1);
     expect(found[0]!.message).toMatch(/could not read .*maxmemory-policy/);
-    await a.cluster.claim('sess-3', undefined);
+    await a.cluster.open('sess-3', undefined);
   });
 });

@@ -71,12 +71,12 @@ async function takenOverFromStaleA(name: string) {
   const a = await instance(`a-${name}`, prefix);
   const b = await instance(`b-${name}`, prefix);
   const key = streamKey(name);
-  await a.cluster.claim(key.sessionId, undefined);
+  await a.cluster.open(key.sessionId, undefined);
   await a.cluster.saveRecord(key.sessionId, record('a'), 60_000);
   await a.eventStore.createStream(key, [7]);
   await a.eventStore.append(key, 1, frameOf(key, 1), false);
   await admin.del(`${prefix}instance:a-${name}`);
-  expect(await b.cluster.takeOver(key.sessionId, undefined)).toEqual({ record: record('a'), principal: undefined });
+  expect(await b.cluster.owners!.takeOver(key.sessionId, undefined)).toEqual({ record: record('a'), principal: undefined });
   return { a, b, key };
 }
 
@@ -95,7 +95,7 @@ describe('a stale owner writes nothing in a session that is not its own any more
   it('handed off by its new owner (no owner record, the restore record kept for the next instance): refused, and its release deletes nothing', async () => {
     const { a, b, key } = await takenOverFromStaleA('f2');
     await b.cluster.saveRecord(key.sessionId, record('b'), 60_000);
-    await b.cluster.handOff(key.sessionId);
+    await b.cluster.letGo(key.sessionId);
     expect(await admin.hexists(`f2:{${key.sessionId}}:s`, 'o')).toBe(0);
     await expect(a.eventStore.append(key, 2, frameOf(key, 2), false)).rejects.toMatchObject({ name: 'StreamTakenOver' });
     await expect(a.eventStore.createStream({ sessionId: key.sessionId, streamId: 'x'.padEnd(22, '0') })).rejects.toMatchObject({
@@ -105,19 +105,19 @@ describe('a stale owner writes nothing in a session that is not its own any more
     // Its restore record is B's, for whichever instance the client reaches next: A neither
     // overwrites it nor deletes it (an idle expiry of A's stale copy).
     await a.cluster.saveRecord(key.sessionId, record('a, stale'), 60_000);
-    expect(await a.cluster.release(key.sessionId)).toBe(false);
+    expect(await a.cluster.end(key.sessionId)).toBe(false);
     expect(JSON.parse((await admin.hget(`f2:{${key.sessionId}}:s`, 'r'))!).a.clientInfo.name).toBe('b');
     const c = await instance('c-f2', 'f2:');
-    expect(await c.cluster.takeOver(key.sessionId, undefined)).toEqual({ record: record('b'), principal: undefined });
+    expect(await c.cluster.owners!.takeOver(key.sessionId, undefined)).toEqual({ record: record('b'), principal: undefined });
   });
 
   it('deleted by its new owner (both records gone): a stale save does not bring the session back', async () => {
     const { a, b, key } = await takenOverFromStaleA('f3');
-    expect(await b.cluster.release(key.sessionId)).toBe(true);
+    expect(await b.cluster.end(key.sessionId)).toBe(true);
     await a.cluster.saveRecord(key.sessionId, record('a, stale'), 60_000);
     expect(await admin.hexists(`f3:{${key.sessionId}}:s`, 'r')).toBe(0);
     const c = await instance('c-f3', 'f3:');
-    expect(await c.cluster.takeOver(key.sessionId, undefined)).toBeUndefined();
+    expect(await c.cluster.owners!.takeOver(key.sessionId, undefined)).toBeUndefined();
   });
   it("closing (a shutdown without drain) deletes the owner records that name it, never the peer's", async () => {
     const { a, key } = await takenOverFromStaleA('f4');
@@ -135,7 +135,7 @@ describe('after Redis lost its data (restarted empty)', () => {
     const a = await instance('a-l1', 'l1:');
     const b = await instance('b-l1', 'l1:');
     const key = streamKey('l1');
-    await a.cluster.claim(key.sessionId, undefined);
+    await a.cluster.open(key.sessionId, undefined);
     await a.eventStore.createStream(key, [7]);
     await a.eventStore.append(key, 1, frameOf(key, 1), false);
     await admin.flushall();
@@ -159,8 +159,8 @@ describe('after Redis lost its data (restarted empty)', () => {
     const { a, b, key } = await takenOverFromStaleA('l2');
     const lostOnA: string[] = [];
     const lostOnB: string[] = [];
-    a.cluster.onLost((id) => lostOnA.push(id));
-    b.cluster.onLost((id) => lostOnB.push(id));
+    a.cluster.onLetGo((id) => lostOnA.push(id));
+    b.cluster.onLetGo((id) => lostOnB.push(id));
     await admin.flushall();
     await beat(a.cluster); // the stale one first
     await beat(b.cluster);
@@ -175,7 +175,7 @@ describe('after Redis lost its data (restarted empty)', () => {
   it('the same, the instance that took the session over beating first', async () => {
     const { a, b, key } = await takenOverFromStaleA('l3');
     const lostOnA: string[] = [];
-    a.cluster.onLost((id) => lostOnA.push(id));
+    a.cluster.onLetGo((id) => lostOnA.push(id));
     await admin.flushall();
     await beat(b.cluster);
     await beat(a.cluster);
@@ -186,16 +186,16 @@ describe('after Redis lost its data (restarted empty)', () => {
   it('a restore record the live owner saves before its records are back does not let a peer take its session (503 meanwhile, never a second owner)', async () => {
     const a = await instance('a-l4', 'l4:');
     const b = await instance('b-l4', 'l4:');
-    await a.cluster.claim('sess-l4', undefined);
+    await a.cluster.open('sess-l4', undefined);
     await a.cluster.saveRecord('sess-l4', record('a'), 60_000);
     await admin.flushall();
     // A new log level, say: the record is saved again before A's next beat.
     await a.cluster.saveRecord('sess-l4', record('a, later'), 60_000);
     await beat(b.cluster);
-    await expect(b.cluster.takeOver('sess-l4', undefined)).rejects.toThrow(/Redis lost its data moments ago/);
+    await expect(b.cluster.owners!.takeOver('sess-l4', undefined)).rejects.toThrow(/Redis lost its data moments ago/);
     expect(await admin.hexists('l4:{sess-l4}:s', 'o')).toBe(0);
     await beat(a.cluster);
-    expect(await b.cluster.lookupOwner('sess-l4')).toMatchObject({ instanceId: 'a-l4' });
+    expect(await b.cluster.owners!.lookupOwner('sess-l4')).toMatchObject({ instanceId: 'a-l4' });
   });
 });
 
@@ -213,12 +213,12 @@ describe('an event store and a cluster built apart', () => {
     try {
       await a.ready(5_000);
       const key = streamKey('h1');
-      await a.claim(key.sessionId, undefined);
+      await a.open(key.sessionId, undefined);
       await a.saveRecord(key.sessionId, record('a'), 60_000);
       await store.createStream(key, [7]);
       await store.append(key, 1, frameOf(key, 1), false);
       await admin.del('h1:instance:a-h1');
-      expect(await b.cluster.takeOver(key.sessionId, undefined)).toMatchObject({ record: record('a') });
+      expect(await b.cluster.owners!.takeOver(key.sessionId, undefined)).toMatchObject({ record: record('a') });
       await expect(store.createStream({ sessionId: key.sessionId, streamId: 'x'.padEnd(22, '0') })).rejects.toMatchObject({
         name: 'StreamTakenOver',
       });
@@ -242,8 +242,8 @@ describe('an event store and a cluster built apart', () => {
     });
     try {
       await alone.ready(5_000);
-      await alone.claim('sess-h2', undefined);
-      await alone.claim('sess-h2b', undefined);
+      await alone.open('sess-h2', undefined);
+      await alone.open('sess-h2b', undefined);
       await new Promise((resolve) => setImmediate(resolve));
       const unlinked = warnings.filter((w) => (w as Error & { code?: string }).code === 'MCP_KIT_UNLINKED_EVENT_STORE');
       expect(unlinked).toHaveLength(1);

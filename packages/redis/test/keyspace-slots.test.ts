@@ -178,7 +178,7 @@ describe.each(TOPOLOGIES)('every script and transaction touches one slot: $name'
     const c = await make('c', 'fs:', false);
     const key: StreamKey = { sessionId: 'fwd-1', streamId: 'stream-1'.padEnd(22, '0') };
     const one: StreamKey = { sessionId: 'fwd-1', streamId: 'stream-2'.padEnd(22, '0') };
-    await a.s.cluster.claim(key.sessionId, 'alice');
+    await a.s.cluster.open(key.sessionId, 'alice');
     await a.s.cluster.saveRecord(key.sessionId, record('a'), 60_000);
     await a.s.eventStore.createStream(key, [7]);
     for (let seq = 1; seq <= 3; seq++) await a.s.eventStore.append(key, seq, frame(key, seq), false);
@@ -187,29 +187,29 @@ describe.each(TOPOLOGIES)('every script and transaction touches one slot: $name'
     await a.s.eventStore.append(one, 1, frame(one, 1), true);
     await b.s.eventStore.replayAfter(key.sessionId, key.streamId, 1);
     await b.s.eventStore.writer(key);
-    await b.s.cluster.lookupOwner(key.sessionId);
+    await b.s.cluster.owners!.lookupOwner(key.sessionId);
     await b.s.cluster.touch(key.sessionId);
     await a.s.cluster.activeElsewhere(key.sessionId);
     await a.s.cluster.keepRecords([key.sessionId], 60_000);
     // A is gone for C: C takes the session over and answers A's lost call.
     await topology.forget('fs:', 'a');
-    expect(await c.s.cluster.takeOver(key.sessionId, 'alice')).toMatchObject({ principal: 'alice' });
+    expect(await c.s.cluster.owners!.takeOver(key.sessionId, 'alice')).toMatchObject({ principal: 'alice' });
     const [lost] = await c.s.eventStore.unfinished(key.sessionId);
     await c.s.eventStore.append(key, lost!.lastSeq + 1, frame(key, lost!.lastSeq + 1), true);
     // A, stale: its frame 4 is the one C stored (one frame per seq), its frame 5 goes after a final one.
     await a.s.eventStore.append(key, 4, frame(key, 4), false);
     await expect(a.s.eventStore.append(key, 5, frame(key, 5), false)).rejects.toMatchObject({ name: 'StreamTakenOver' });
-    await b.s.cluster.peers();
+    await b.s.cluster.owners!.peers();
     // Redis loses its data: the beats write the records back; a new session is saved and handed off.
-    await a.s.cluster.claim('fwd-2', undefined);
+    await a.s.cluster.open('fwd-2', undefined);
     await topology.flushAll();
     await (a.s.cluster as unknown as { registry: { heartbeat(): Promise<void> } }).registry.heartbeat();
     await (c.s.cluster as unknown as { registry: { heartbeat(): Promise<void> } }).registry.heartbeat();
     await a.s.cluster.saveRecord('fwd-2', record('a'), 60_000);
-    await a.s.cluster.handOff('fwd-2');
-    expect(await c.s.cluster.release(key.sessionId)).toBe(true);
+    await a.s.cluster.letGo('fwd-2');
+    expect(await c.s.cluster.end(key.sessionId)).toBe(true);
     await c.s.eventStore.deleteSession(key.sessionId);
-    await a.s.cluster.claim('fwd-3', undefined);
+    await a.s.cluster.open('fwd-3', undefined);
     for (const x of [a, b, c]) await x.s.cluster.close();
     const all = [...a.seen, ...b.seen, ...c.seen];
     expectOneSlotEach(all);
@@ -222,20 +222,24 @@ describe.each(TOPOLOGIES)('every script and transaction touches one slot: $name'
     const a = await make('sa', 'ss:', true);
     const b = await make('sb', 'ss:', true);
     const heard: ClusterMessage[] = [];
-    b.s.cluster.onMessage((m) => heard.push(m));
-    await a.s.cluster.claim('shr-1', 'bob');
+    b.s.cluster.copies!.onMessage((m) => heard.push(m));
+    await a.s.cluster.open('shr-1', 'bob');
     await a.s.eventStore.createStream({ sessionId: 'shr-1', streamId: 'init'.padEnd(22, '0') }, [0]);
     await a.s.cluster.saveRecord('shr-1', record('a'), 60_000);
-    expect(await b.s.cluster.takeOver('shr-1', 'bob')).toMatchObject({ principal: 'bob' });
+    expect(await b.s.cluster.copies!.restore('shr-1', 'bob')).toMatchObject({ principal: 'bob' });
     await b.s.cluster.saveRecord('shr-1', record('b'), 60_000, { method: 'logging/setLevel', params: { level: 'info' } });
-    await a.s.cluster.post('sb', { kind: 'cancel', sessionId: 'shr-1', message: { jsonrpc: '2.0', method: 'notifications/cancelled' } });
+    await a.s.cluster.copies!.post('sb', {
+      kind: 'cancel',
+      sessionId: 'shr-1',
+      message: { jsonrpc: '2.0', method: 'notifications/cancelled' },
+    });
     await new Promise((resolve) => setTimeout(resolve, 300));
     // A gap on b's bus, then a data loss: b checks its copies and writes its record back.
     await topology.killSubscribers();
     await topology.flushAll();
-    await b.s.cluster.confirmOwnership();
+    await b.s.cluster.confirmHeld();
     await (b.s.cluster as unknown as { registry: { heartbeat(): Promise<void> } }).registry.heartbeat();
-    await b.s.cluster.release('shr-1');
+    await b.s.cluster.end('shr-1');
     await b.s.eventStore.deleteSession('shr-1');
     // Tasks: each one's keys under its own hash tag.
     const task: TaskRecord = { taskId: 'task-1', status: 'working', createdAt: 1, lastUpdatedAt: 1, ttlMs: 60_000, owner: 'sa' };

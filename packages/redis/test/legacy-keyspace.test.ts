@@ -79,13 +79,13 @@ describe('a rolling deploy from the keyspace before 0.2', () => {
   it('forwarding: a session whose old owner beats is forwarded to it', async () => {
     const b = await instance('b1', 'lg1:', 'forward');
     await oldSession('lg1:', 'old-1', { id: 'old-a', url: 'http://old-a.internal/mcp', alive: true });
-    expect(await b.cluster.lookupOwner('old-1')).toEqual({
+    expect(await b.cluster.owners!.lookupOwner('old-1')).toEqual({
       instanceId: 'old-a',
       self: false,
       principal: undefined,
       address: 'http://old-a.internal/mcp',
     });
-    expect(await b.cluster.takeOver('old-1', undefined)).toMatchObject({ owner: { instanceId: 'old-a' } });
+    expect(await b.cluster.owners!.takeOver('old-1', undefined)).toMatchObject({ owner: { instanceId: 'old-a' } });
     // Nothing moved: the old owner still serves it.
     expect(await admin.exists('lg1:{old-1}:s')).toBe(0);
   });
@@ -94,8 +94,8 @@ describe('a rolling deploy from the keyspace before 0.2', () => {
     const b = await instance('b2', 'lg2:', 'forward');
     const streamId = 'old-stream'.padEnd(22, '0');
     await oldSession('lg2:', 'old-2', { id: 'old-a', url: 'http://old-a.internal/mcp', alive: false }, streamId);
-    expect(await b.cluster.lookupOwner('old-2')).toBeUndefined();
-    expect(await b.cluster.takeOver('old-2', undefined)).toEqual({ record, principal: undefined });
+    expect(await b.cluster.owners!.lookupOwner('old-2')).toBeUndefined();
+    expect(await b.cluster.owners!.takeOver('old-2', undefined)).toEqual({ record, principal: undefined });
     expect(await admin.hmget('lg2:{old-2}:s', 'o', 'u')).toEqual(['b2', 'http://b2.internal/mcp']);
     // An old instance that was away reads the old owner record: it names the new owner (it forwards there, and fences itself out).
     expect(JSON.parse((await admin.get('lg2:owner:old-2'))!)).toMatchObject({ i: 'b2', u: 'http://b2.internal/mcp' });
@@ -111,13 +111,13 @@ describe('a rolling deploy from the keyspace before 0.2', () => {
       complete: true,
       frames: [`id: ${streamId}.1\ndata: {}\n\n`, `id: ${streamId}.2\ndata: {}\n\n`, lost],
     });
-    expect(await b.cluster.lookupOwner('old-2')).toMatchObject({ instanceId: 'b2', self: true });
+    expect(await b.cluster.owners!.lookupOwner('old-2')).toMatchObject({ instanceId: 'b2', self: true });
   });
 
   it('shared: a copy is made from the old record, which stays for the old instances still serving it', async () => {
     const b = await instance('b3', 'lg3:', 'shared');
     await oldSession('lg3:', 'old-3', { id: 'old-a', url: '', alive: true });
-    expect(await b.cluster.takeOver('old-3', undefined)).toEqual({ record, principal: undefined });
+    expect(await b.cluster.copies!.restore('old-3', undefined)).toEqual({ record, principal: undefined });
     expect(await admin.hexists('lg3:{old-3}:s', 'r')).toBe(1);
     expect(await admin.exists('lg3:restore:old-3')).toBe(1);
   });

@@ -110,15 +110,15 @@ for (const [index, { name, options, resp }] of CLIENTS.entries()) {
         initialize: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25' } },
         protocolVersion: '2025-11-25',
       };
-      await a.claim('s1', 'alice');
+      await a.open('s1', 'alice');
       await a.saveRecord('s1', record, 60_000);
-      expect(await b.takeOver('s1', 'alice')).toEqual({ record, principal: 'alice' });
+      expect(await b.copies!.restore('s1', 'alice')).toEqual({ record, principal: 'alice' });
       const heard: ClusterMessage[] = [];
-      b.onMessage((m) => heard.push(m));
+      b.copies!.onMessage((m) => heard.push(m));
       const ended: ClusterMessage = { kind: 'ended', sessionId: 's1' };
       // Kept in b's inbox until read: whether b's subscriber is connected yet or not, it arrives once.
-      await a.post('b', ended);
-      await a.post('*', ended);
+      await a.copies!.post('b', ended);
+      await a.copies!.post('*', ended);
       const deadline = Date.now() + 5_000;
       while (heard.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       expect(heard).toEqual([ended, ended]);

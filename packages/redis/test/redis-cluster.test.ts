@@ -104,7 +104,7 @@ describe('@mcp-kit/redis on a Redis Cluster', () => {
     const sessions = await Promise.all(masters.map((m, i) => sessionOn(m, 'f1:', `fwd${i}`)));
     const publishedBefore = await callsPerMaster('publish');
     for (const id of sessions) {
-      await a.cluster.claim(id, undefined);
+      await a.cluster.open(id, undefined);
       await a.cluster.saveRecord(id, record(), 60_000);
       const key = streamOf(id);
       await a.eventStore.createStream(key, [1]);
@@ -114,7 +114,7 @@ describe('@mcp-kit/redis on a Redis Cluster', () => {
       for (let seq = 2; seq <= 5; seq++) await a.eventStore.append(key, seq, `frame ${seq}`, seq === 5);
       await until(() => heard.frames.length === 5, `the tail of ${id}`);
       expect(heard.frames).toEqual(['frame 1', 'frame 2', 'frame 3', 'frame 4', 'frame 5']);
-      expect((await b.cluster.lookupOwner(id))?.instanceId).toBe('fa');
+      expect((await b.cluster.owners!.lookupOwner(id))?.instanceId).toBe('fa');
     }
     // Sharded: no classic PUBLISH went to any master; each master's SPUBLISH count grew.
     expect(await callsPerMaster('publish')).toEqual(publishedBefore);
@@ -128,22 +128,22 @@ describe('@mcp-kit/redis on a Redis Cluster', () => {
     const a = await instance('sa', 'shared', 's1:');
     const b = await instance('sb', 'shared', 's1:');
     const heard: ClusterMessage[] = [];
-    b.cluster.onMessage((m) => heard.push(m));
+    b.cluster.copies!.onMessage((m) => heard.push(m));
     const masters = await rc.masters();
     const sessions = await Promise.all(masters.map((m, i) => sessionOn(m, 's1:', `shr${i}`)));
     for (const id of sessions) {
-      await a.cluster.claim(id, undefined);
+      await a.cluster.open(id, undefined);
       await a.cluster.saveRecord(id, record(), 60_000);
-      expect(await b.cluster.takeOver(id, undefined)).toMatchObject({ record: record() });
+      expect(await b.cluster.copies!.restore(id, undefined)).toMatchObject({ record: record() });
     }
     for (const id of sessions)
-      await a.cluster.post('sb', { kind: 'cancel', sessionId: id, message: { jsonrpc: '2.0', method: 'notifications/cancelled' } });
+      await a.cluster.copies!.post('sb', { kind: 'cancel', sessionId: id, message: { jsonrpc: '2.0', method: 'notifications/cancelled' } });
     await until(() => heard.length === sessions.length, 'the messages');
     expect(heard.map((m) => m.sessionId).sort()).toEqual([...sessions].sort());
     // A check of the copies (after a gap): one HEXISTS pipeline per master, every copy still there.
     (b.cluster as unknown as { mode: { busGap: boolean } }).mode.busGap = true;
-    await b.cluster.confirmOwnership();
-    expect(await b.cluster.takeOver(sessions[0]!, undefined)).toMatchObject({ record: record() });
+    await b.cluster.confirmHeld();
+    expect(await b.cluster.copies!.restore(sessions[0]!, undefined)).toMatchObject({ record: record() });
   });
 
   it('a live tail whose slot moves to another master mid-stream hears every frame once, in order (ASK redirections in flight)', async () => {
@@ -152,7 +152,7 @@ describe('@mcp-kit/redis on a Redis Cluster', () => {
     const [from] = await rc.masters();
     const id = await sessionOn(from!, 'm1:', 'moving');
     const key = streamOf(id);
-    await a.cluster.claim(id, undefined);
+    await a.cluster.open(id, undefined);
     await a.eventStore.createStream(key, [1]);
     await a.eventStore.append(key, 1, 'frame 1', false);
     const heard = tail();
@@ -181,7 +181,7 @@ describe('@mcp-kit/redis on a Redis Cluster', () => {
     const masters = await rc.masters();
     const sessions = await Promise.all(masters.map((m, i) => sessionOn(m, 'l1:', `lost${i}`)));
     for (const id of sessions) {
-      await a.cluster.claim(id, undefined);
+      await a.cluster.open(id, undefined);
       await a.cluster.saveRecord(id, record(), 60_000);
     }
     // A master that holds neither the instance's liveness key nor the key of one generation for all
@@ -231,7 +231,7 @@ describe('@mcp-kit/redis on a Redis Cluster', () => {
       await Promise.all(
         Array.from({ length: 500 }, async (_, k) => {
           const id = `spread-${i + k}`;
-          await a.cluster.claim(id, undefined);
+          await a.cluster.open(id, undefined);
           await a.cluster.saveRecord(id, record(), 60_000);
         }),
       );
@@ -272,7 +272,7 @@ describe('@mcp-kit/redis on a Redis Cluster', () => {
     const sessions = await Promise.all(masters.map((m, i) => sessionOn(m, 'n1:', `noscript${i}`)));
     for (const master of masters) await redisCommand(master.port, 'SCRIPT', 'FLUSH');
     for (const id of sessions) {
-      await a.cluster.claim(id, undefined);
+      await a.cluster.open(id, undefined);
       await a.eventStore.createStream(streamOf(id), [1]);
       await a.eventStore.append(streamOf(id), 1, 'frame 1', true);
       expect(await a.eventStore.replayAfter(id, streamOf(id).streamId, 0)).toMatchObject({ ok: true, frames: ['frame 1'] });

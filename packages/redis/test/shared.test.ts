@@ -48,32 +48,31 @@ const record = (level?: string): RestoreRecord => ({
 });
 
 describe('a shared RedisSessionCluster (no internalUrl)', () => {
-  it('has no owners: lookupOwner names none, claim writes nothing, the saved record is the session for every instance', async () => {
+  it('has no owners: open writes none, the saved record is the session for every instance', async () => {
     const a = await shared('a1');
     const b = await shared('b1');
     expect(a.shared).toBe(true);
     expect(a.internalUrl).toBe('');
-    await a.claim('s1', 'alice');
+    await a.open('s1', 'alice');
     expect(await admin.hexists('sh:{s1}:s', 'o')).toBe(0);
-    expect(await b.takeOver('s1', 'alice')).toBeUndefined();
+    expect(await b.copies!.restore('s1', 'alice')).toBeUndefined();
     await a.saveRecord('s1', record(), 60_000);
-    expect(await b.lookupOwner('s1')).toBeUndefined();
+    expect(b.owners).toBeUndefined();
     // b gets a copy; nobody is made owner, and a still has it too.
-    expect(await b.takeOver('s1', 'alice')).toEqual({ record: record(), principal: 'alice' });
-    expect(await a.takeOver('s1', 'alice')).toEqual({ record: record(), principal: 'alice' });
+    expect(await b.copies!.restore('s1', 'alice')).toEqual({ record: record(), principal: 'alice' });
+    expect(await a.copies!.restore('s1', 'alice')).toEqual({ record: record(), principal: 'alice' });
     expect(await admin.hexists('sh:{s1}:s', 'o')).toBe(0);
-    expect(await b.takeOver('s1', 'mallory')).toEqual({ forbidden: true });
-    expect(await b.takeOver('s1', undefined)).toEqual({ forbidden: true });
-    expect(await a.peers()).toEqual([]);
+    expect(await b.copies!.restore('s1', 'mallory')).toEqual({ forbidden: true });
+    expect(await b.copies!.restore('s1', undefined)).toEqual({ forbidden: true });
   });
 
   it('a copy saving the record (a new log level) keeps the principal the creating instance saved, and creates no record that is gone', async () => {
     const a = await shared('a2');
     const b = await shared('b2');
-    await a.claim('s2', 'alice');
+    await a.open('s2', 'alice');
     await a.saveRecord('s2', record(), 60_000);
     await b.saveRecord('s2', record('error'), 60_000);
-    expect(await a.takeOver('s2', 'alice')).toEqual({ record: record('error'), principal: 'alice' });
+    expect(await a.copies!.restore('s2', 'alice')).toEqual({ record: record('error'), principal: 'alice' });
     // A record deleted meanwhile (its client's DELETE) is not brought back by a copy, with no principal.
     await b.saveRecord('never-created', record('error'), 60_000);
     expect(await admin.exists('sh:{never-created}:s')).toBe(0);
@@ -85,16 +84,16 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     const c = await shared('c3');
     const d = await shared('d3');
     // A message is about a session: it goes to the instances holding a copy of it (a, b, c), not to d.
-    await a.claim('s3', undefined);
+    await a.open('s3', undefined);
     await a.saveRecord('s3', record(), 60_000);
-    await b.takeOver('s3', undefined);
-    await c.takeOver('s3', undefined);
+    await b.copies!.restore('s3', undefined);
+    await c.copies!.restore('s3', undefined);
     const got: Record<string, ClusterMessage[]> = { a: [], b: [], c: [], d: [] };
-    for (const [name, instance] of Object.entries({ a, b, c, d })) instance.onMessage((m) => got[name]!.push(m));
+    for (const [name, instance] of Object.entries({ a, b, c, d })) instance.copies!.onMessage((m) => got[name]!.push(m));
     const answer: ClusterMessage = { kind: 'answer', sessionId: 's3', message: { jsonrpc: '2.0', id: 'b3~x~0', result: {} } };
-    await a.post('b3', answer);
+    await a.copies!.post('b3', answer);
     const ended: ClusterMessage = { kind: 'ended', sessionId: 's3' };
-    await a.post('*', ended);
+    await a.copies!.post('*', ended);
     // Kept until read: whether or not the subscriptions were in place, each arrives once.
     await vi.waitFor(() => expect(got.b).toEqual([answer, ended]));
     await vi.waitFor(() => expect(got.c).toEqual([ended]));
@@ -105,11 +104,11 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
   it('posts are kept until read: every one reaches its instance once and in order while its subscriber connection keeps dropping', async () => {
     const a = await shared('a7', 'sk:');
     const b = await shared('b7', 'sk:');
-    await a.claim('s7', undefined);
+    await a.open('s7', undefined);
     await a.saveRecord('s7', record(), 60_000);
-    await b.takeOver('s7', undefined);
+    await b.copies!.restore('s7', undefined);
     const got: number[] = [];
-    b.onMessage((m) => {
+    b.copies!.onMessage((m) => {
       if (m.kind === 'answer' && 'result' in m.message) got.push((m.message.result as { n: number }).n);
     });
     const posts: Promise<void>[] = [];
@@ -117,7 +116,7 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
       const message: ClusterMessage = { kind: 'answer', sessionId: 's7', message: { jsonrpc: '2.0', id: 'x', result: { n } } };
       // Every 50 posts b's subscriber is cut (it reconnects by itself): what was published meanwhile is read back.
       if (n % 50 === 25) await admin.client('KILL', 'TYPE', 'pubsub');
-      posts.push(a.post(n % 2 === 0 ? 'b7' : '*', message));
+      posts.push(a.copies!.post(n % 2 === 0 ? 'b7' : '*', message));
       if (n % 10 === 0) await new Promise((r) => setTimeout(r, 5));
     }
     await Promise.all(posts);
@@ -129,22 +128,22 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
   it('a post made the moment an instance starts to listen, before its subscriber is connected, reaches it', async () => {
     const a = await shared('a9', 'sl:');
     const b = await shared('b9', 'sl:');
-    await a.claim('s9', undefined);
+    await a.open('s9', undefined);
     await a.saveRecord('s9', record(), 60_000);
-    await b.takeOver('s9', undefined);
+    await b.copies!.restore('s9', undefined);
     const heard: ClusterMessage[] = [];
-    b.onMessage((m) => heard.push(m));
+    b.copies!.onMessage((m) => heard.push(m));
     const ended: ClusterMessage = { kind: 'ended', sessionId: 's9' };
-    await a.post('*', ended);
+    await a.copies!.post('*', ended);
     await vi.waitFor(() => expect(heard).toEqual([ended]), { timeout: 3_000 });
   });
 
   it('two copies changing the subscriptions at once both keep their change; an unsubscribe takes one out; a deleted record stays deleted', async () => {
     const a = await shared('a8', 'sm:');
     const b = await shared('b8', 'sm:');
-    await a.claim('s8', 'alice');
+    await a.open('s8', 'alice');
     await a.saveRecord('s8', record(), 60_000);
-    await b.takeOver('s8', 'alice');
+    await b.copies!.restore('s8', 'alice');
     const subscribe = (uri: string) => ({ method: 'resources/subscribe', params: { uri } });
     // Each copy's own view holds only its own subscription: saved whole, one would replace the other.
     const view = (uri: string): RestoreRecord => ({ ...record(), subscriptions: [{ uri }] });
@@ -166,7 +165,7 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
     await a.saveRecord('s8', record(), 60_000, { method: 'resources/unsubscribe', params: { uri: 'test://b3' } });
     expect(await uris()).not.toContain('test://b3');
     expect((await uris()).length).toBe(19);
-    await a.release('s8');
+    await a.end('s8');
     await b.saveRecord('s8', view('test://late'), 60_000, subscribe('test://late'));
     expect(await admin.hexists('sm:{s8}:s', 'r')).toBe(0);
   });
@@ -174,15 +173,15 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
   it("release (the client's DELETE) deletes the record and tells every instance holding a copy", async () => {
     const a = await shared('a4');
     const b = await shared('b4');
-    await a.claim('s4', undefined);
+    await a.open('s4', undefined);
     await a.saveRecord('s4', record(), 60_000);
-    await b.takeOver('s4', undefined);
-    const heard = new Promise<ClusterMessage>((resolve) => b.onMessage(resolve));
+    await b.copies!.restore('s4', undefined);
+    const heard = new Promise<ClusterMessage>((resolve) => b.copies!.onMessage(resolve));
     // b listens once Redis counts its subscription to the session's channel.
     while (((await admin.pubsub('NUMSUB', 'sh:{s4}:bus')) as [string, number])[1] === 0) await new Promise((r) => setImmediate(r));
-    expect(await a.release('s4')).toBe(true);
+    expect(await a.end('s4')).toBe(true);
     expect(await admin.hexists('sh:{s4}:s', 'r')).toBe(0);
-    expect(await b.takeOver('s4', undefined)).toBeUndefined();
+    expect(await b.copies!.restore('s4', undefined)).toBeUndefined();
     expect(await heard).toEqual({ kind: 'ended', sessionId: 's4' });
   });
 
@@ -203,16 +202,16 @@ describe('a shared RedisSessionCluster (no internalUrl)', () => {
   it('Redis restarted empty: an instance that holds a copy writes its record back at its next beat; meanwhile a session with no record is a 503, not a 404', async () => {
     const a = await shared('a6', 'sr:');
     const b = await shared('b6', 'sr:');
-    await a.claim('s6', 'alice');
+    await a.open('s6', 'alice');
     await a.saveRecord('s6', record('error'), 60_000);
     await admin.flushall();
     // Within the next beats (100 ms each) b may say "unknown yet" (a rejection: 503), never "gone".
     const deadline = Date.now() + 5_000;
-    let restored: Awaited<ReturnType<RedisSessionCluster['takeOver']>>;
+    let restored: Awaited<ReturnType<NonNullable<RedisSessionCluster['copies']>['restore']>>;
     let saidGone = 0;
     let saidWait = 0;
     for (;;) {
-      restored = await b.takeOver('s6', 'alice').then(
+      restored = await b.copies!.restore('s6', 'alice').then(
         (found) => {
           if (!found) saidGone++;
           return found;

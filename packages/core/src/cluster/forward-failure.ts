@@ -6,7 +6,7 @@ import type { CoreRequest } from '../ports/http.js';
  * What a request sent to another instance (forwarded to its session's owner, or handed over by a
  * draining instance) became when no answer came back: `unsent` (it never reached that instance,
  * or reached it before anything of it ran: it may be served elsewhere) or `unanswered` (it may
- * have reached it and run there). Read from the error `SessionCluster.forward` rejected with.
+ * have reached it and run there). Read from the error `SessionOwners.forward` rejected with.
  */
 export function forwardFailure(error: unknown, jsonResponse: boolean): 'unsent' | 'unanswered' {
   const { maybeReceived, requestSent, received } = (error ?? {}) as { maybeReceived?: unknown; requestSent?: unknown; received?: unknown };
@@ -23,7 +23,7 @@ export function runsWork(req: CoreRequest): boolean {
 }
 
 /**
- * The answer to a `POST` another instance may have run without answering (issue 27, item 2). No
+ * The answer to a `POST` another instance may have run without answering (invariant: at-most-once). No
  * `Retry-After`, and not a `503`: sent again, the request could run twice after all (where the
  * session is restored, or on that instance once back).
  */

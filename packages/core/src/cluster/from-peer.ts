@@ -1,5 +1,5 @@
 import { header } from '../http/rules.js';
-import type { SessionCluster } from '../ports/cluster.js';
+import type { SessionOwners } from '../ports/owners.js';
 import type { CoreRequest } from '../ports/http.js';
 
 /**
@@ -7,11 +7,11 @@ import type { CoreRequest } from '../ports/http.js';
  * hand-over) rather than from a client: header `name` is there and, when the cluster
  * authenticates its internal hop (`verifyHop`), holds. A client that sets the header itself is
  * served as the client it is: it cannot make a draining instance keep its session, nor skip the
- * owner lookup (issue 20, item 10). Without a cluster there is no other instance to trust.
+ * owner lookup (invariant: configuration-trusted).
  */
-export function fromPeer(cluster: SessionCluster | undefined, req: CoreRequest, name: string): boolean {
+export function fromPeer(owners: SessionOwners, req: CoreRequest, name: string): boolean {
   const value = header(req.headers, name);
-  if (value === undefined || !cluster) return false;
-  if (!cluster.verifyHop) return true;
-  return cluster.verifyHop(value, { method: req.method.toUpperCase(), sessionId: header(req.headers, 'mcp-session-id') });
+  if (value === undefined) return false;
+  if (!owners.verifyHop) return true;
+  return owners.verifyHop(value, { method: req.method.toUpperCase(), sessionId: header(req.headers, 'mcp-session-id') });
 }

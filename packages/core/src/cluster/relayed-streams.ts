@@ -26,7 +26,7 @@ interface Relayed {
  * the peer is frozen, or the network between the instances holds its bytes) is ended the same
  * way, once its client holds a cursor: a server close with the retry hint, which a client follows
  * by resuming (from the shared store, on whichever instance it lands) without counting a failure
- * (issue 27, item 2). A stream without an event id cannot be resumed: it is left to its peer.
+ * (invariant: come-back-later). A stream without an event id cannot be resumed: it is left to its peer.
  */
 export class Relays {
   /** Each relayed stream, with the last retry hint the peer wrote on it (its call's pace). */
@@ -56,8 +56,7 @@ export class Relays {
   /**
    * Ends every relayed stream, and the GET streams relayed from now on, with the retry hint its
    * peer last wrote on it, else `retryMs`: an SDK v1 client keeps the last retry it read for all
-   * its streams, so the handler's default would set the pace of a call that asked for another
-   * (issue 20, item 11).
+   * its streams, so the handler's default would set the pace of a call that asked for another.
    */
   endAll(retryMs: number): void {
     this.endedWith = retryMs;

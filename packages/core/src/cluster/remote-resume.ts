@@ -1,6 +1,7 @@
 import { eventId, parseEventId } from '../events/ids.js';
 import { malformedCursor, sendRejection, unavailable } from '../http/errors.js';
-import type { SessionCluster, SessionOwner } from '../ports/cluster.js';
+import type { SessionDirectory } from '../ports/cluster.js';
+import type { SessionOwner, SessionOwners } from '../ports/owners.js';
 import type { StreamKey, StreamListener, StreamSubscription } from '../ports/event-store.js';
 import type { CoreResponder } from '../ports/http.js';
 import { SseConnection } from '../streams/connection.js';
@@ -12,12 +13,12 @@ import { replayed, watchConnection } from '../telemetry/watch.js';
 import { answerLostStream } from './lost-calls.js';
 
 /**
- * The live part of a resume served for another instance's session: what the owner keeps appending
- * reaches this instance through `eventStore.subscribe`. Frames that arrive before the client's
- * connection has its replay wait here, up to `maxBufferedBytes`: a slow reader holding the replay
- * up must not make this instance hold the owner's output without bound (issue 20, item 8). Past
- * the mark the connection is cut with the retry hint, as a local stream's is; every frame is in
- * the store, so the client's next resume gets them.
+ * The live part of a resume served for a stream another instance writes: what its writer keeps
+ * appending reaches this instance through `eventStore.subscribe`. Frames that arrive before the
+ * client's connection has its replay wait here, up to `maxBufferedBytes`: a slow reader holding the
+ * replay up must not make this instance hold the writer's output without bound (invariant:
+ * bounded). Past the mark the connection is cut with the retry hint, as a local stream's is; every
+ * frame is in the store, so the client's next resume gets them.
  */
 export class RemoteTail implements StreamListener {
   private conn: SseConnection | undefined;
@@ -84,11 +85,19 @@ export class RemoteTail implements StreamListener {
 }
 
 /**
- * `GET` + `Last-Event-ID` for a session another instance owns: replay from the shared store, then
- * follow what the owner keeps appending until the stream completes, as the owner would. The
+ * While a client follows here a stream another instance writes: checks, now and every
+ * `writerCheckMs`, that the writer still lives, and ends what the client would otherwise wait for
+ * forever. Returns the timer.
+ */
+export type WriterWatch = (key: StreamKey, live: SseConnection, retryMs: number) => ReturnType<typeof setInterval>;
+
+/**
+ * `GET` + `Last-Event-ID` for a stream another instance writes: replay from the shared store, then
+ * follow what the writer keeps appending until the stream completes, as the writer would. The
  * subscription starts before the response, so a store failure is still a 503. A cursor the store
- * cannot replay from is the owner's to answer (`'refused'`, nothing sent): only the owner knows
- * whether the call still runs, and can end it for its client with an error.
+ * cannot replay from is the writer's to answer (`'refused'`, nothing sent): only the writer knows
+ * whether the call still runs, and can end it for its client with an error. `watch` checks the
+ * writer meanwhile (the mode knows how).
  */
 export async function followRemote(
   ctx: EngineContext,
@@ -96,6 +105,7 @@ export async function followRemote(
   remote: { sessionId: string; owner?: SessionOwner },
   lastEventId: string,
   polling: boolean,
+  watch: WriterWatch,
 ): Promise<'refused' | void> {
   const cursor = parseEventId(lastEventId);
   if (!cursor) return sendRejection(res, malformedCursor(lastEventId));
@@ -143,42 +153,41 @@ export async function followRemote(
   if (result.complete || !subscription) return live.end(result.complete ? undefined : retryMs);
   tail.attach(live);
   if (live.closed) return;
-  const key = { sessionId: remote.sessionId, streamId: cursor.streamId };
-  timers.push(ctx.options.cluster!.shared ? watchWriter(ctx, key) : watchOwner(ctx.options.cluster!, remote.sessionId, live, retryMs));
+  timers.push(watch({ sessionId: remote.sessionId, streamId: cursor.streamId }, live, retryMs));
 }
 
 /**
- * A shared cluster: while a client follows here a stream another instance writes, checks (now and
- * every `ownerCheckMs`) that its writer still lives. One frozen or dead mid-call (a serverless
- * instance without `waitUntil`) appends nothing more: its requests are answered with
+ * Shared mode: the stream's writer is the copy that runs its calls. One frozen or dead mid-call (a
+ * serverless instance without `waitUntil`) appends nothing more: its requests are answered with
  * {@link LOST_CALL} in the store, which the tail delivers, so the client is never left waiting.
  */
-function watchWriter(ctx: EngineContext, key: StreamKey): ReturnType<typeof setInterval> {
-  const cluster = ctx.options.cluster!;
-  let checking = false;
-  const check = () => {
-    // Best effort, as for a followed owner: a touch only keeps the session from idling out.
-    void Promise.resolve()
-      .then(() => cluster.touch?.(key.sessionId))
-      .catch(() => {});
-    if (checking) return;
-    checking = true;
-    void endIfWriterGone(ctx, key)
-      .catch(() => {}) // a store or directory hiccup is not a verdict; the next check decides
-      .finally(() => (checking = false));
+export function watchWriter(ctx: EngineContext, directory: SessionDirectory): WriterWatch {
+  return (key) => {
+    let checking = false;
+    const check = () => {
+      // Best effort, as for a followed owner: a touch only keeps the session from idling out.
+      void Promise.resolve()
+        .then(() => directory.touch?.(key.sessionId))
+        .catch(() => {});
+      if (checking) return;
+      checking = true;
+      void endIfWriterGone(ctx, directory, key)
+        .catch(() => {}) // a store or directory hiccup is not a verdict; the next check decides
+        .finally(() => (checking = false));
+    };
+    check();
+    const timer = setInterval(check, directory.writerCheckMs ?? 5_000);
+    timer.unref?.();
+    return timer;
   };
-  check();
-  const timer = setInterval(check, cluster.ownerCheckMs ?? 5_000);
-  timer.unref?.();
-  return timer;
 }
 
-async function endIfWriterGone(ctx: EngineContext, key: StreamKey): Promise<void> {
-  const { eventStore: store, cluster } = ctx.options;
-  if (!store.writer || !cluster?.instanceAlive) return;
+async function endIfWriterGone(ctx: EngineContext, directory: SessionDirectory, key: StreamKey): Promise<void> {
+  const store = ctx.options.eventStore;
+  if (!store.writer || !directory.instanceAlive) return;
   const writer = await store.writer(key);
   if (!writer || writer.complete || writer.requestIds.length === 0) return;
-  if (await cluster.instanceAlive(writer.instanceId)) return;
+  if (await directory.instanceAlive(writer.instanceId)) return;
   ctx.options.onError(
     new Error(`instance ${writer.instanceId} stopped beating while it ran ${writer.requestIds.length} request(s); answered with an error`),
   );
@@ -186,29 +195,32 @@ async function endIfWriterGone(ctx: EngineContext, key: StreamKey): Promise<void
 }
 
 /**
- * While a client follows the session here, keeps it alive on its owner (`touch`) and checks that
- * the owner is still there: an owner that died mid-call appends nothing more, so the client is
- * sent back (with the retry hint); its next request restores the session where it lands (or gets
- * 404 without a record to restore from) and learns the call's fate there.
+ * Forwarding: the stream's writer is the session's owner. While a client follows the session here,
+ * keeps it alive on its owner (`touch`) and checks that the owner is still there: an owner that
+ * died mid-call appends nothing more, so the client is sent back (with the retry hint); its next
+ * request takes the session over where it lands (or gets 404 without a record to restore from) and
+ * learns the call's fate there.
  */
-function watchOwner(cluster: SessionCluster, sessionId: string, live: SseConnection, retryMs: number): ReturnType<typeof setInterval> {
-  const touch = () => {
-    try {
-      void Promise.resolve(cluster.touch?.(sessionId)).catch(() => {});
-    } catch {
-      // Best effort: the owner only uses it to keep the session from idling out.
-    }
-  };
-  touch();
-  const check = setInterval(() => {
+export function watchOwner(directory: SessionDirectory, owners: SessionOwners): WriterWatch {
+  return ({ sessionId }, live, retryMs) => {
+    const touch = () => {
+      try {
+        void Promise.resolve(directory.touch?.(sessionId)).catch(() => {});
+      } catch {
+        // Best effort: the owner only uses it to keep the session from idling out.
+      }
+    };
     touch();
-    cluster.lookupOwner(sessionId).then(
-      (owner) => {
-        if (!owner || owner.self) live.end(retryMs);
-      },
-      () => {}, // a directory hiccup is not a verdict; the next check decides
-    );
-  }, cluster.ownerCheckMs ?? 5_000);
-  check.unref?.();
-  return check;
+    const check = setInterval(() => {
+      touch();
+      owners.lookupOwner(sessionId).then(
+        (owner) => {
+          if (!owner || owner.self) live.end(retryMs);
+        },
+        () => {}, // a directory hiccup is not a verdict; the next check decides
+      );
+    }, directory.writerCheckMs ?? 5_000);
+    check.unref?.();
+    return check;
+  };
 }

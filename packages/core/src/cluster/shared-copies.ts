@@ -1,4 +1,5 @@
-import type { ClusterMessage } from '../ports/cluster.js';
+import type { SessionDirectory } from '../ports/cluster.js';
+import type { ClusterMessage, SessionCopies } from '../ports/copies.js';
 import { answerAndCancel } from '../session/end-calls.js';
 import { LOST_EVENTS } from '../http/call-errors.js';
 import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
@@ -8,15 +9,29 @@ import { instanceOfTag } from '../session/answer-tags.js';
 import { asError } from '../util/errors.js';
 import type { EngineContext } from '../engine/context.js';
 import { reportLostEvents } from '../engine/resume.js';
-import type { ClusterState } from './state.js';
 import { answerLostStream } from './lost-calls.js';
 
 /**
- * A shared cluster (serverless: no instance reaches another, see `SessionCluster.shared`): each
- * instance that gets a request for a session serves it with its own copy, so a call runs where its
- * POST landed. What the client sends later for that call may land anywhere; these messages go to
- * the copy that runs it, through the cluster: the client's answer to one of the server's requests
- * (its id is tagged with the instance, see `Session.answerTag`), a `notifications/cancelled` for a
+ * What shared mode keeps beside the engine's context: the `SharedMode` is one, and the functions
+ * here take it without importing the mode back.
+ */
+export class Sharing {
+  /** Resumes waiting for a stream's writer to answer the requests the store lost (see {@link askWriterToEndLost}). */
+  readonly lostEventsAnswered = new Map<string, Set<() => void>>();
+
+  constructor(
+    readonly ctx: EngineContext,
+    readonly directory: SessionDirectory,
+    readonly copies: SessionCopies,
+  ) {}
+}
+
+/**
+ * Shared mode (serverless: no instance reaches another, see `SessionCopies`): each instance that
+ * gets a request for a session serves it with its own copy, so a call runs where its POST landed.
+ * What the client sends later for that call may land anywhere; these messages go to the copy that
+ * runs it, through the cluster: the client's answer to one of the server's requests (its id is
+ * tagged with the instance, see `SessionServer.answerTags`), a `notifications/cancelled` for a
  * request not running here, and a new log level or resource subscription, which every copy takes.
  *
  * Returns the messages to serve here, and the posts of those that go elsewhere (answers and
@@ -24,44 +39,44 @@ import { answerLostStream } from './lost-calls.js';
  * call, which finds it even if it does not listen right now; 503 if it could not be kept).
  */
 export function routeShared(
-  ctx: EngineContext,
+  state: Sharing,
   session: Session,
   messages: JSONRPCMessage[],
 ): { here: JSONRPCMessage[]; posted: Promise<void>[] } {
-  const cluster = ctx.options.cluster!;
+  const { ctx, copies } = state;
   const sessionId = session.sessionId as string;
   const here: JSONRPCMessage[] = [];
   const posted: Promise<void>[] = [];
   for (const message of messages) {
     if (!('method' in message)) {
       const to = 'id' in message && !session.server.awaitsAnswer(message.id) ? instanceOfTag(message.id) : undefined;
-      if (to === undefined || to === cluster.instanceId) here.push(message);
-      else posted.push(cluster.post!(to, { kind: 'answer', sessionId, message }));
+      if (to === undefined || to === state.directory.instanceId) here.push(message);
+      else posted.push(copies.post(to, { kind: 'answer', sessionId, message }));
       continue;
     }
     if (message.method === 'notifications/cancelled' && !('id' in message)) {
       const requestId = (message.params as { requestId?: RequestId } | undefined)?.requestId;
       if (requestId !== undefined && session.isInFlight(requestId)) here.push(message);
-      else posted.push(cluster.post!('*', { kind: 'cancel', sessionId, message }));
+      else posted.push(copies.post('*', { kind: 'cancel', sessionId, message }));
       continue;
     }
     if (RECORDED_METHODS.has(message.method) && 'id' in message) {
       // Every copy takes it; this one answers the client (and saves the record).
       const request = { method: message.method, params: message.params as Record<string, unknown> | undefined };
-      cluster.post!('*', { kind: 'record', sessionId, request }).catch((error: unknown) =>
-        ctx.options.onError(asError(error, 'cluster post (record) failed')),
-      );
+      copies
+        .post('*', { kind: 'record', sessionId, request })
+        .catch((error: unknown) => ctx.options.onError(asError(error, 'cluster post (record) failed')));
     }
     here.push(message);
   }
   return { here, posted };
 }
 
-/** What another instance of a shared cluster sends this one about a session held here. */
-export function receiveShared(layer: ClusterState, message: ClusterMessage): void {
-  const { ctx } = layer;
+/** What another copy sends this instance about a session it holds a copy of. */
+export function receiveShared(state: Sharing, message: ClusterMessage): void {
+  const { ctx } = state;
   if (message.kind === 'lost-events-answered') {
-    for (const answered of layer.lostEventsAnswered.get(lostKey(message)) ?? []) answered();
+    for (const answered of state.lostEventsAnswered.get(lostKey(message)) ?? []) answered();
     return;
   }
   const session = ctx.registry.get(message.sessionId);
@@ -84,7 +99,7 @@ export function receiveShared(layer: ClusterState, message: ClusterMessage): voi
       session.terminate(undefined, 'deleted-elsewhere');
       return;
     case 'lost-events':
-      endLostStream(ctx, session, message).catch((error: unknown) =>
+      endLostStream(state, session, message).catch((error: unknown) =>
         ctx.options.onError(asError(error, 'answering requests whose events the store lost failed')),
       );
   }
@@ -104,15 +119,15 @@ export const LOST_WRITER_WAITS = 4;
 const lostKey = (m: { sessionId: string; streamId: string }) => `${m.sessionId} ${m.streamId}`;
 
 /**
- * A shared cluster: the client came back here to a stream another copy writes (or wrote), and the
+ * Shared mode: the client came back here to a stream another copy writes (or wrote), and the
  * store cannot replay what it missed (Redis restarted empty, or evicted it). Only that copy knows
  * the stream's requests: every instance is asked, and the one that writes the stream answers them
  * in the store with {@link LOST_EVENTS} (see endLostStream). Resolves `true` once it says so, so
  * the resume reads the answers from the store; `false` after {@link LOST_EVENTS_WAIT_MS} without
  * one (the writer is gone too, or the stream ended long ago), or when the post failed.
  */
-export async function askWriterToEndLost(layer: ClusterState, sessionId: string, streamId: string, afterSeq: number): Promise<boolean> {
-  const { ctx, cluster } = layer;
+export async function askWriterToEndLost(state: Sharing, sessionId: string, streamId: string, afterSeq: number): Promise<boolean> {
+  const { ctx, copies } = state;
   const key = lostKey({ sessionId, streamId });
   let timer: ReturnType<typeof setTimeout> | undefined;
   let onAnswer: (() => void) | undefined;
@@ -122,10 +137,10 @@ export async function askWriterToEndLost(layer: ClusterState, sessionId: string,
     timer.unref?.();
   });
   // Several resumes of one stream may wait at once: each hears the answer.
-  const waiting = layer.lostEventsAnswered.get(key) ?? new Set<() => void>();
-  layer.lostEventsAnswered.set(key, waiting.add(onAnswer!));
+  const waiting = state.lostEventsAnswered.get(key) ?? new Set<() => void>();
+  state.lostEventsAnswered.set(key, waiting.add(onAnswer!));
   try {
-    await cluster.post!('*', { kind: 'lost-events', sessionId, streamId, afterSeq, from: ctx.instanceId });
+    await copies.post('*', { kind: 'lost-events', sessionId, streamId, afterSeq, from: ctx.instanceId });
     return await answered;
   } catch (error) {
     ctx.options.onError(asError(error, 'cluster post (lost-events) failed'));
@@ -133,7 +148,7 @@ export async function askWriterToEndLost(layer: ClusterState, sessionId: string,
   } finally {
     clearTimeout(timer);
     waiting.delete(onAnswer!);
-    if (waiting.size === 0) layer.lostEventsAnswered.delete(key);
+    if (waiting.size === 0) state.lostEventsAnswered.delete(key);
   }
 }
 
@@ -145,10 +160,11 @@ export async function askWriterToEndLost(layer: ClusterState, sessionId: string,
  * instance is told. A copy that does not write the stream says nothing.
  */
 async function endLostStream(
-  ctx: EngineContext,
+  state: Sharing,
   session: Session,
   message: { sessionId: string; streamId: string; afterSeq: number; from: string },
 ): Promise<void> {
+  const { ctx } = state;
   const stream = session.activeStream(message.streamId);
   const awaited = session.routes.answersAwaited(message.streamId);
   if (stream?.kind === 'request' && stream.pending.size > 0) {
@@ -161,7 +177,7 @@ async function endLostStream(
     await answerLostStream(ctx, message.sessionId, { streamId: message.streamId, lastSeq: message.afterSeq, requestIds: ids }, LOST_EVENTS);
     session.routes.fetched(message.streamId);
   } else return;
-  await ctx.options.cluster!.post!(message.from, {
+  await state.copies.post(message.from, {
     kind: 'lost-events-answered',
     sessionId: message.sessionId,
     streamId: message.streamId,

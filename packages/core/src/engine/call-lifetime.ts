@@ -33,7 +33,7 @@ export function outlive(options: ResolvedOptions, req: CoreRequest, expire: (lim
 }
 
 /**
- * The requests of `stream` may outlive its response (serverless, issue 21): they are registered
+ * The requests of `stream` may outlive its response (serverless: the platform freezes an instance once its responses are done): they are registered
  * with the platform's `waitUntil` until answered or the session ends, and are answered with an
  * error past `maxCallDurationMs`. Nothing happens when neither is set.
  */

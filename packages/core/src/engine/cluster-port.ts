@@ -1,79 +1,65 @@
 import type { Rejection } from '../http/errors.js';
-import type { SessionOwner } from '../ports/cluster.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { JSONRPCMessage } from '../ports/mcp.js';
+import type { Arrival } from '../session/arrivals.js';
 import type { Session } from '../session/session.js';
 
-/** Where the session a request names lives: here, on another instance of the cluster, or nowhere it may use. */
-export type SessionResolution =
-  | { kind: 'local'; session: Session }
-  /** Another instance holds it: only the cluster layer serves the request (see {@link ClusterPort.serveElsewhere}). */
-  | { kind: 'remote'; sessionId: string; owner: SessionOwner }
-  /** Not here, and this instance is draining: it takes no session over; the request goes to a peer. */
-  | { kind: 'moved' }
-  | { kind: 'rejected'; rejection: Rejection };
-
-export function rejected(rejection: Rejection): SessionResolution {
-  return { kind: 'rejected', rejection };
+/** What a verb tells the cluster about its request for a session. */
+export interface SessionRequest {
+  /** A POST's body as it came: relayed when the request is served on another instance. */
+  body?: () => string;
+  /** A DELETE: the session ends wherever it is found, a copy held here without moving it first. */
+  deleting?: boolean;
+  /** A resume (`GET` + `Last-Event-ID`): a stream written elsewhere is followed from the shared store. */
+  lastEventId?: string;
+  /** A check once the session is found, before it is served anywhere (a resume's scopes). */
+  check?: () => Rejection | undefined;
 }
 
 /**
  * What the engine asks of the cluster, the layer above it (`cluster/`), when the handler has one
  * (`options.cluster`); without one, `EngineContext.cluster` is `undefined` and every verb serves
  * this instance's sessions only. The engine defines this port and never imports the cluster
- * layer: which cluster mode runs (forwarding to a session's owner, or a shared cluster where any
- * instance serves a copy) is the cluster layer's business, not the verbs'.
+ * layer: which cluster mode runs (forwarding to a session's owner, or shared, where any instance
+ * serves a copy) is the cluster layer's business, not the verbs'.
  */
 export interface ClusterPort {
   /**
-   * A session this instance does not hold: where it is now. Another live instance (`remote`), or
-   * restored here from the record its gone owner left (`local`), or nowhere (`rejected`: 404).
+   * Serves a request for a session, wherever the session is: `here(session)` when it is held here
+   * or restored here from its record; otherwise the cluster serves it itself (forwarded to the
+   * session's owner, handed to a peer while draining, a stream another instance writes followed
+   * from the shared store) or refuses it (404, 503). `arrival` counts the request for the drain
+   * while it is on its way here (not while another instance serves it).
    */
-  find(req: CoreRequest, sessionId: string): Promise<SessionResolution>;
-  /**
-   * A session held here may have been taken over while this instance was away (a pause, a
-   * partition): a check to wait for before it is served, or `undefined` when none is due.
-   */
-  confirmHeld(deleting: boolean): void | Promise<void>;
-  /**
-   * Serves a request for a session another instance holds, relaying its answer; when that instance
-   * is gone, the session is restored here and returned for the engine to serve (else `undefined`:
-   * the request was answered).
-   */
-  serveElsewhere(
+  serve(
     req: CoreRequest,
     res: CoreResponder,
-    remote: { sessionId: string; owner: SessionOwner },
-    body: string | undefined,
-  ): Promise<Session | undefined>;
+    request: SessionRequest,
+    arrival: Arrival,
+    here: (session: Session) => Promise<void>,
+  ): Promise<void>;
   /**
-   * `GET` + `Last-Event-ID` for a stream this instance does not write (another instance's session,
-   * or another copy of a session held here): served from the shared store. `false` when it is
-   * this instance's to serve after all (the store cannot replay it: the writer answers). A promise
-   * only when the stream is written elsewhere.
-   */
-  resumeElsewhere(req: CoreRequest, res: CoreResponder, found: SessionResolution, lastEventId: string): boolean | Promise<boolean>;
-  /**
-   * The messages of a POST for a session held here that belong to a call running elsewhere (a
-   * client's answer, a cancel) go there: those to serve here, or a rejection when they could not be
-   * passed on. A promise only when some had to be passed on.
+   * The messages of a POST for a session held here that belong to a call running on another copy
+   * (a client's answer, a cancel) go there: those to serve here, or a rejection when they could
+   * not be passed on. A promise only when some had to be passed on.
    */
   routeMessages(session: Session, messages: JSONRPCMessage[]): JSONRPCMessage[] | Promise<JSONRPCMessage[] | Rejection>;
-  /** Records this instance as a new session's owner before any instance can be asked for it; rejects if it could not. */
-  claim(session: Session): Promise<void>;
+  /** A new session opens here: the directory knows it before any instance can be asked for it; rejects if it could not. */
+  open(session: Session): Promise<void>;
   /**
-   * Whether `holder` may open one more session in the deployment (`SessionCluster.admitSession`):
+   * Whether `holder` may open one more session in the deployment (`SessionDirectory.admitSession`):
    * `undefined` once the new session `sessionId` counts, else the answer to its `initialize` (429
    * past the quota, 503 if the cluster could not be asked).
    */
   admit(holder: string | undefined, sessionId: string): Promise<Rejection | undefined>;
   /** The session `holder` opened was deleted: it no longer counts toward the quota (best effort). */
   dismiss(holder: string | undefined, sessionId: string): void;
-  /** While draining: whether this request is still this instance's to serve (else {@link handOver}). */
-  servedWhileDraining(req: CoreRequest): boolean;
-  /** While draining: moves the request to a live peer (after handing off `session` if it is idle), or answers 503. */
-  handOver(req: CoreRequest, res: CoreResponder, body: string | undefined, session?: Session): Promise<void>;
-  /** Whether a drain hands this instance's sessions to other instances (else it waits for their calls, as alone). */
+  /**
+   * While draining, new work (a new session, a 2026 request): `true` once it went to a live peer
+   * (or was refused for want of one), `false` when it is still this instance's to serve.
+   */
+  handOver(req: CoreRequest, res: CoreResponder, body: () => string): Promise<boolean>;
+  /** Whether a drain hands this instance's sessions off to other instances (else it waits for their calls, as alone). */
   readonly handsOff: boolean;
   /** A drain's end: the streams relayed from other instances end with the retry hint. */
   endRelayed(retryMs: number): void;

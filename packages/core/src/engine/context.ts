@@ -14,6 +14,7 @@ import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
 import { withBriefRetries } from '../util/retry.js';
 import type { ClusterPort } from './cluster-port.js';
+import { Drain } from './drain.js';
 
 /** Version assumed when a client sends no `MCP-Protocol-Version` (what the spec prescribes). */
 const DEFAULT_NEGOTIATED_VERSION = '2025-03-26';
@@ -39,17 +40,8 @@ export class EngineContext {
   /** How other instances name this one (a task's owner). */
   readonly instanceId: string;
   readonly supportedVersions: readonly string[] = LEGACY_VERSIONS;
-  /** Set by close(): from then on nothing new starts that the shutdown would have to wait for. */
-  closing = false;
-  /** Set by drain(): new work goes to other instances (see engine/drain.ts). */
-  draining = false;
-  /**
-   * Requests for a session on their way to it: found or being read from the cluster (a copy's
-   * record, an owner's address), not yet a call the session runs. The drain waits for them.
-   */
-  arriving = 0;
-  /** Set once close() has let go of the cluster: from then on nothing can be handed over. */
-  clusterClosed = false;
+  /** The drain and the close after it: whether they began, and what the drain waits for. */
+  readonly drain = new Drain();
   /**
    * The cluster layer (`cluster/`), set by the handler when `options.cluster` is given: what the
    * verbs ask when a session is not here, or a stream is written elsewhere. `undefined` alone.
@@ -61,8 +53,12 @@ export class EngineContext {
   constructor(readonly options: ResolvedOptions) {
     this.registry = new SessionRegistry(options);
     this.initializeAnswers = options.lazyServers ? new InitializeAnswers() : undefined;
-    this.modern = new ModernServers(options, (message, principal) => this.listeners.publish(message, principal));
-    this.instanceId = options.cluster?.instanceId ?? randomId();
+    this.modern = new ModernServers(
+      options,
+      (message, principal) => this.listeners.publish(message, principal),
+      () => this.drain.check(),
+    );
+    this.instanceId = options.cluster?.directory.instanceId ?? randomId();
     this.tasks = options.tasks ? new Tasks(this) : undefined;
     if (this.tasks) this.extensions[TASKS_EXTENSION] = {};
   }

@@ -1,15 +1,16 @@
 import { foreignPrincipal, sendRejection, unavailable } from '../http/errors.js';
 import { header, principalOf } from '../http/rules.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
+import type { Session } from '../session/session.js';
 import type { EngineContext } from './context.js';
-import { resolveSession } from './resolve.js';
+import { withSession } from './resolve.js';
 import { holderOf } from './holder.js';
 
 /**
  * `DELETE`: the client ends its session; every stream of it ends, its tools are aborted, its events
- * dropped. In a cluster the answer waits for the end to be in Redis (nothing answers success before
- * its Redis write is done: issue 27, item 3): 200 once it is, 503 if Redis did not take it. The
- * session is gone here either way, and this instance keeps telling the cluster until it listens.
+ * dropped. In a cluster the answer waits for the end to be in Redis (invariant:
+ * stored-before-success): 200 once it is, 503 if Redis did not take it. The session is gone here
+ * either way, and this instance keeps telling the cluster until it listens.
  */
 export async function serveDelete(ctx: EngineContext, req: CoreRequest, res: CoreResponder): Promise<void> {
   // Sent again after a 503: the end this instance still owes the cluster is tried now.
@@ -19,13 +20,10 @@ export async function serveDelete(ctx: EngineContext, req: CoreRequest, res: Cor
     if (owed.principal !== undefined && owed.principal !== principalOf(req.authInfo)) return sendRejection(res, foreignPrincipal());
     return answer(res, await ctx.registry.ends.endEverywhere(id!, owed.principal));
   }
-  const resolving = resolveSession(ctx, req, true);
-  const found = resolving instanceof Promise ? await resolving : resolving;
-  if (found.kind === 'rejected') return sendRejection(res, found.rejection);
-  // Only the cluster resolves a session to `moved` or `remote`.
-  if (found.kind === 'moved') return ctx.cluster!.handOver(req, res, undefined);
-  const session = found.kind === 'remote' ? await ctx.cluster!.serveElsewhere(req, res, found, undefined) : found.session;
-  if (!session) return;
+  return withSession(ctx, req, res, { deleting: true }, (session) => end(ctx, req, res, session));
+}
+
+async function end(ctx: EngineContext, req: CoreRequest, res: CoreResponder, session: Session): Promise<void> {
   session.terminate(undefined, 'delete');
   const ended = await ctx.registry.ends.ended(session.sessionId as string);
   // It no longer counts toward its client's quota of sessions in the deployment.

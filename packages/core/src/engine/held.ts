@@ -3,8 +3,8 @@ import type { CoreResponder, OutHeaders, SseSink } from '../ports/http.js';
 
 /**
  * The answer to a request that must not reach its client before a write it depends on is done: a
- * shared cluster's `initialize`, whose session exists for the other instances only once its record
- * is in Redis (issue 27, item 4). An SSE answer is held (its status and `Mcp-Session-Id` included)
+ * `initialize` in shared mode, whose session exists for the other instances only once its record
+ * is in Redis (invariant: stored-before-success). An SSE answer is held (its status and `Mcp-Session-Id` included)
  * until {@link release}; after {@link refuse} the client gets the rejection instead, and the held
  * stream counts as closed by its client. A complete answer (`send`: a JSON body, or a rejection)
  * goes out as it comes: the session sends one only once the write is done, or without it.

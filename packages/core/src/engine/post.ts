@@ -3,7 +3,7 @@ import { answerKey } from '../session/initialize-answers.js';
 import { ErrorCode, reject, sendRejection, unavailable } from '../http/errors.js';
 import { allowsBatches, parseMessages, readableId, type ParsedBody } from '../http/messages.js';
 import { checkAccept, checkContentType, checkProtocolVersion, header, principalOf } from '../http/rules.js';
-import { FORWARDED_HEADER } from '../ports/cluster.js';
+import { FORWARDED_HEADER } from '../ports/hops.js';
 import type { CoreRequest, CoreResponder } from '../ports/http.js';
 import type { Session } from '../session/session.js';
 import { asError } from '../util/errors.js';
@@ -11,11 +11,11 @@ import { serveModern, TASK_METHODS } from '../modern/serve.js';
 import { toolsCalled } from '../auth/resource-server.js';
 import { readJson } from './body.js';
 import { classifyPost, eraNotServed } from './classify.js';
-import { draining } from './drain.js';
+import { turnedAway } from './drain.js';
 import { HeldResponse } from './held.js';
 import { keepAlive } from './call-lifetime.js';
 import type { EngineContext } from './context.js';
-import { resolveSession } from './resolve.js';
+import { withSession } from './resolve.js';
 import { holderOf } from './holder.js';
 import { randomId } from '../events/ids.js';
 import { connectServer, wake } from './connect-server.js';
@@ -45,48 +45,16 @@ export async function servePost(ctx: EngineContext, req: CoreRequest, res: CoreR
   if (ctx.options.telemetry.on) ctx.facts.set(req, factsOf(era, body));
   const sessionless = era === 'modern' || ctx.options.stateless || isInitialize(body);
   // Draining: nothing new starts here (without a cluster, a session's own requests still do, and
-  // so do tasks/* for the tasks the drain waits for: issue 20, item 5).
+  // so do tasks/* for the tasks the drain waits for: their results go with this process).
   const forTask = era === 'modern' && TASK_METHODS.has((body as { method?: string }).method ?? '');
-  if (sessionless && ctx.draining && !forTask) {
-    if (!ctx.cluster) return sendRejection(res, draining(ctx));
-    if (!ctx.cluster.servedWhileDraining(req)) return ctx.cluster.handOver(req, res, text());
+  if (sessionless && ctx.drain.started && !forTask) {
+    if (!ctx.cluster) return sendRejection(res, turnedAway(ctx));
+    if (await ctx.cluster.handOver(req, res, text)) return;
   }
   if (era === 'modern') return serveModern(ctx, req, res, body);
   if (ctx.options.stateless) return serveStateless(ctx, req, res, body);
   if (isInitialize(body)) return serveInitialize(ctx, req, res, body);
-  // From here until its calls run in the session, a drain begun meanwhile waits for it: a shared
-  // cluster's draining instance serves a request that raced its removal from the rotation, whose
-  // session it may still be reading from Redis (what a relay to another instance is, is not waited for).
-  let arriving = true;
-  ctx.arriving++;
-  const arrived = () => {
-    if (arriving) ctx.arriving--;
-    arriving = false;
-  };
-  try {
-    const resolving = resolveSession(ctx, req);
-    const found = resolving instanceof Promise ? await resolving : resolving;
-    if (found.kind === 'rejected') return sendRejection(res, found.rejection);
-    // Only the cluster resolves a session to `moved` or `remote`.
-    const cluster = ctx.cluster;
-    if (found.kind === 'moved' || (ctx.draining && cluster && !cluster.servedWhileDraining(req))) {
-      arrived();
-      return await cluster!.handOver(req, res, text(), found.kind === 'local' ? found.session : undefined);
-    }
-    let session = found.kind === 'local' ? found.session : undefined;
-    if (found.kind === 'remote') {
-      arrived();
-      session = await cluster!.serveElsewhere(req, res, found, text());
-      if (!session) return;
-      // Its owner was gone: the session was taken over here, and the calls run here.
-      arriving = true;
-      ctx.arriving++;
-    }
-    // Until its stream is open the session looks idle: it is not let go of meanwhile.
-    return await session!.arrivals.visit(() => serveInSession(ctx, req, res, session!, body));
-  } finally {
-    arrived();
-  }
+  return withSession(ctx, req, res, { body: text }, (session) => serveInSession(ctx, req, res, session, body));
 }
 
 async function serveInSession(ctx: EngineContext, req: CoreRequest, res: CoreResponder, session: Session, body: unknown): Promise<void> {
@@ -127,7 +95,7 @@ function isInitialize(body: unknown): boolean {
   return !Array.isArray(body) && typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize';
 }
 
-/** `initialize`: a new session, claimed in the cluster before anyone can ask for it, with a server from the factory. */
+/** `initialize`: a new session, opened in the cluster's directory before anyone can ask for it, with a server from the factory. */
 async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreResponder, body: unknown): Promise<void> {
   const parsed = parseMessages(body, false);
   if (!parsed.ok) return sendRejection(res, parsed);
@@ -152,20 +120,16 @@ async function serveInitialize(ctx: EngineContext, req: CoreRequest, res: CoreRe
   if (refused) return sendRejection(res, refused, readableId(body));
   const session = ctx.registry.create(principal, holder, sessionId);
   // Until its answer's stream is open, nothing may take it for an idle session and let it go.
-  session.arrivals.opening = true;
-  try {
-    await openSession(ctx, req, res, session, parsed);
-  } finally {
-    session.arrivals.opening = false;
-  }
+  await session.arrivals.visit(() => openSession(ctx, req, res, session, parsed));
 }
 
 /**
- * A new session's `initialize`: claimed, answered (by a server from the factory, or with what one
- * answered the same request: see `lazyServers`), the answer's stream opened (or the refusal sent).
+ * A new session's `initialize`: opened in the cluster, answered (by a server from the factory, or
+ * with what one answered the same request: see `lazyServers`), the answer's stream opened (or the
+ * refusal sent).
  */
 async function openSession(ctx: EngineContext, req: CoreRequest, res: CoreResponder, session: Session, parsed: ParsedBody): Promise<void> {
-  if (!(await claim(ctx, session, res))) return;
+  if (!(await openInCluster(ctx, session, res))) return;
   const answers = ctx.initializeAnswers;
   const key = answers && answerKey(parsed.initialize!, session.principal);
   const known = key === undefined ? undefined : answers!.find(key);
@@ -174,8 +138,9 @@ async function openSession(ctx: EngineContext, req: CoreRequest, res: CoreRespon
   if (!known && key !== undefined) session.server.answeredInitialize = (result) => answers!.learn(key, result);
   const requested = (parsed.messages[0] as JSONRPCMessage & { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
   const version = typeof requested === 'string' && ctx.supportedVersions.includes(requested) ? requested : LATEST_LEGACY_VERSION;
-  // Shared cluster: the session exists for the other instances once its record is saved; until
-  // then its id goes to nobody. Its answer is held, and refused if the record cannot be saved.
+  // Where the record is the session (shared mode), the other instances know it once its record is
+  // saved; until then its id goes to nobody. Its answer is held, and refused if the record cannot be
+  // saved (invariant: stored-before-success).
   const recorded = ctx.registry.recorded(session);
   const held = recorded && new HeldResponse(res);
   recorded?.then(
@@ -190,15 +155,15 @@ async function openSession(ctx: EngineContext, req: CoreRequest, res: CoreRespon
   if (!(await respond(ctx, req, held || res, session, parsed, version, known))) session.terminate(undefined, 'error');
 }
 
-/** In a cluster, records this instance as the session's owner before any instance can be asked for it. */
-async function claim(ctx: EngineContext, session: Session, res: CoreResponder): Promise<boolean> {
+/** In a cluster, the directory knows the new session before any instance can be asked for it. */
+async function openInCluster(ctx: EngineContext, session: Session, res: CoreResponder): Promise<boolean> {
   if (!ctx.cluster) return true;
   try {
-    await ctx.cluster.claim(session);
+    await ctx.cluster.open(session);
     return true;
   } catch (error) {
     session.terminate(undefined);
-    ctx.options.onError(asError(error, 'cluster claim failed'));
+    ctx.options.onError(asError(error, 'cluster open failed'));
     sendRejection(res, unavailable('the session directory'));
     return false;
   }
@@ -245,7 +210,7 @@ async function respond(
     });
     keepAlive(ctx.options, session, reply, req);
     // A request a peer forwarded: it hears that the request was taken before any tool runs (the
-    // answer itself comes when the calls are done; see ClusterPort's forward).
+    // answer itself comes when the calls are done; see `SessionOwners.forward`).
     if (req.headers[FORWARDED_HEADER] !== undefined) res.acknowledge?.();
     deliver();
     return true;
@@ -259,7 +224,7 @@ async function respond(
   keepAlive(ctx.options, session, stream, req);
   // A request a peer forwarded: the head goes out before any tool runs. The peer takes a
   // connection that breaks before any head for a request that ran nowhere, and serves it itself
-  // once this instance is gone (see ClusterPort's forward).
+  // once this instance is gone (see `SessionOwners.forward`).
   if (req.headers[FORWARDED_HEADER] !== undefined) stream.connection?.sendNow();
   deliver();
   return true;

@@ -1,72 +1,62 @@
-import { foreignPrincipal, reject, sessionNotFound, unavailable, ErrorCode } from '../http/errors.js';
+import { foreignPrincipal, reject, sendRejection, sessionNotFound, ErrorCode, type Rejection } from '../http/errors.js';
 import { checkProtocolVersion, header, principalOf } from '../http/rules.js';
-import type { CoreRequest } from '../ports/http.js';
-import { asError } from '../util/errors.js';
-import { OWNERSHIP_RECHECKS_MS } from '../util/retry.js';
-import { rejected, type SessionResolution } from './cluster-port.js';
+import type { CoreRequest, CoreResponder } from '../ports/http.js';
+import type { Session } from '../session/session.js';
+import type { SessionRequest } from './cluster-port.js';
 import type { EngineContext } from './context.js';
 
 /**
- * Finds the session a request names and checks the request may use it (same principal, a version
- * the server speaks). A session not held here may be another instance's: the cluster is asked,
- * so only then is the answer a promise.
+ * Serves a request for the session it names: `here(session)` on the session held here; in a
+ * cluster, wherever the cluster finds it (`ClusterPort.serve`). From its arrival until it is done
+ * the request holds an arrival the drain waits for: a session it found may look idle meanwhile.
  */
-export function resolveSession(
+export async function withSession(
   ctx: EngineContext,
   req: CoreRequest,
-  /** For a DELETE: the cluster may let it end a copy held here without its check (`ClusterPort.confirmHeld`). */
-  deleting = false,
-  /** The cluster has checked, since this request came, which sessions are still this instance's. */
-  confirmed = false,
-): SessionResolution | Promise<SessionResolution> {
-  const id = header(req.headers, 'mcp-session-id');
-  if (id === undefined || id === '') {
-    return rejected(
-      reject(400, ErrorCode.ServerError, 'Bad Request: Mcp-Session-Id header is required (send initialize first to get one)'),
-    );
+  res: CoreResponder,
+  request: SessionRequest,
+  here: (session: Session) => Promise<void>,
+): Promise<void> {
+  const arrival = ctx.drain.arrive();
+  try {
+    if (ctx.cluster) return await ctx.cluster.serve(req, res, request, arrival, here);
+    const found = sessionHere(ctx, req);
+    if ('ok' in found) return sendRejection(res, found);
+    const refused = request.check?.();
+    if (refused) return sendRejection(res, refused);
+    // Until its stream is open the session looks idle: it is not let go of meanwhile.
+    return await found.arrivals.visit(() => here(found));
+  } finally {
+    arrival.release();
   }
-  const session = ctx.registry.get(id) ?? (ctx.cluster ? undefined : ctx.registry.restoreKept(id));
-  if (!session) {
-    // Its client deleted it here, and Redis has not taken that yet: gone all the same, never
-    // restored from the record still there (a peer forwards here while the owner record names this instance).
-    if (ctx.registry.ends.deletedHere(id)) return rejected(sessionNotFound());
-    // Alone, a session not here (nor kept as its record) does not exist; in a cluster, it may be
-    // another instance's, or one this instance let go of.
-    return ctx.cluster ? ctx.cluster.find(req, id) : rejected(sessionNotFound());
-  }
-  // In a cluster, a copy held here may be stale (a peer took the session over while this instance
-  // was away): the cluster says so first. One check per request: after a gap that is not over yet,
-  // the cluster would ask for another at once, and the request would never be served.
-  const checking = confirmed ? undefined : ctx.cluster?.confirmHeld(deleting);
-  if (checking) return afterOwnershipCheck(ctx, req, checking, deleting);
-  if (session.principal !== undefined && session.principal !== principalOf(req.authInfo)) return rejected(foreignPrincipal());
-  const version = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), ctx.supportedVersions);
-  if (!version.ok) return rejected(version);
-  session.touch();
-  return { kind: 'local', session };
 }
 
-/** Resolves the request again once the cluster knows which sessions are still this instance's. */
-async function afterOwnershipCheck(
-  ctx: EngineContext,
-  req: CoreRequest,
-  checking: Promise<void>,
-  deleting: boolean,
-): Promise<SessionResolution> {
-  for (let i = 0; ; i++) {
-    try {
-      await checking;
-      break;
-    } catch (error) {
-      if (i === OWNERSHIP_RECHECKS_MS.length) {
-        ctx.options.onError(asError(error, 'cluster ownership check failed'));
-        return rejected(unavailable('the session directory'));
-      }
-    }
-    await new Promise((resolve) => setTimeout(resolve, OWNERSHIP_RECHECKS_MS[i]));
-    const again = ctx.cluster?.confirmHeld(deleting);
-    if (!again) break;
-    checking = again;
-  }
-  return resolveSession(ctx, req, deleting, true);
+/**
+ * Alone: the session a request names, held here (or kept as its record, see `hibernateAfterMs`)
+ * and checked for the request; else why not (404, or the request's own fault).
+ */
+function sessionHere(ctx: EngineContext, req: CoreRequest): Session | Rejection {
+  const id = sessionIdOf(req);
+  if (typeof id !== 'string') return id;
+  const session = ctx.registry.get(id) ?? ctx.registry.restoreKept(id);
+  return session ? checkUse(ctx, req, session) : sessionNotFound();
+}
+
+/** The session id a request names, or the answer to a request that names none. */
+export function sessionIdOf(req: CoreRequest): string | Rejection {
+  const id = header(req.headers, 'mcp-session-id');
+  if (id !== undefined && id !== '') return id;
+  return reject(400, ErrorCode.ServerError, 'Bad Request: Mcp-Session-Id header is required (send initialize first to get one)');
+}
+
+/**
+ * Whether the request may use the session held here (invariant: principal-bound; a version the
+ * server speaks): the session, touched, or the rejection.
+ */
+export function checkUse(ctx: EngineContext, req: CoreRequest, session: Session): Session | Rejection {
+  if (session.principal !== undefined && session.principal !== principalOf(req.authInfo)) return foreignPrincipal();
+  const version = checkProtocolVersion(header(req.headers, 'mcp-protocol-version'), ctx.supportedVersions);
+  if (!version.ok) return version;
+  session.touch();
+  return session;
 }

@@ -83,7 +83,7 @@ export async function resume(
   await conn.replay(replayedFrames.frames);
   const caught = await catchUp(ctx, session, conn, cursor.streamId, replayedFrames);
   if (caught === undefined || conn.closed) return;
-  if (session.closed) return conn.end(ctx.closing ? (conn.pace ?? ctx.options.retryMs) : undefined);
+  if (session.closed) return conn.end(ctx.drain.closing ? (conn.pace ?? ctx.options.retryMs) : undefined);
   active = session.activeStream(cursor.streamId);
   if (caught.complete) session.routes.fetched(cursor.streamId);
   if (caught.complete || !active) return conn.end();

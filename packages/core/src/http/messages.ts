@@ -31,7 +31,7 @@ export function parseMessages(body: unknown, allowBatch: boolean): ParsedBody | 
   let initialize: JSONRPCMessage | undefined;
   for (let i = 0; i < list.length; i++) {
     const m = list[i];
-    const where = batch ? ` (batch item ${i})` : '';
+    const where = batch ? ` (batch index ${i})` : '';
     if (m === null || typeof m !== 'object' || Array.isArray(m)) {
       return reject(400, ErrorCode.InvalidRequest, `Invalid Request${where}: expected a JSON-RPC 2.0 object`);
     }

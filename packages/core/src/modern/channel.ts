@@ -25,6 +25,8 @@ export class ModernChannel implements Transport {
   onerror?: (error: Error) => void;
   onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
   private readonly replies = new Map<number, Reply>();
+  /** Told each time a request in flight here is answered or cancelled (a drain waits for them). */
+  onSettled: (() => void) | undefined;
   private seq = 0;
   private closed = false;
 
@@ -39,8 +41,10 @@ export class ModernChannel implements Transport {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    const answering = this.replies.size > 0;
     this.replies.clear();
     this.onclose?.();
+    if (answering) this.onSettled?.();
   }
 
   /** Requests in flight on this server. */
@@ -55,6 +59,7 @@ export class ModernChannel implements Transport {
       if (reply) {
         this.replies.delete(id);
         reply.answer(message);
+        this.onSettled?.();
       }
       return RESOLVED;
     }
@@ -91,5 +96,6 @@ export class ModernChannel implements Transport {
   cancel(id: number, reason: string): void {
     if (!this.replies.delete(id)) return;
     this.onmessage?.({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } });
+    this.onSettled?.();
   }
 }

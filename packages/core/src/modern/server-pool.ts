@@ -58,6 +58,8 @@ export class ModernServers {
     private readonly options: ResolvedOptions,
     /** Where a server's messages that belong to no request go: the listen streams of its principal. */
     private readonly broadcast: (message: JSONRPCMessage, principal: string | undefined) => void,
+    /** Told each time a request in flight on a server is answered or cancelled (a drain waits for them). */
+    private readonly settled?: () => void,
   ) {}
 
   /** The server for `principal`'s requests that carry `envelope`, built and handshaken on first use. */
@@ -121,6 +123,7 @@ export class ModernServers {
       this.broadcast(message, principal);
     };
     const channel = new ModernChannel(broadcast, (id, method) => refuseServerRequest(channel, id, method));
+    channel.onSettled = this.settled;
     channel.onclose = () =>
       void server.close().catch((error: unknown) => this.options.onError(asError(error, 'closing a 2026-era server failed')));
     await server.connect(channel as never);

@@ -45,6 +45,8 @@ export interface TasksHost {
   /** How other instances name this one: a task's owner. */
   readonly instanceId: string;
   readonly listeners: ListenStreams;
+  /** Told when a task ends here or its result is read: a drain waits for both. */
+  readonly drain: { check(): void };
 }
 
 const NOT_FOUND = 'Task not found: the task id is unknown, expired or evicted';
@@ -67,9 +69,9 @@ export class Tasks implements TaskSignalListener {
     return this.runningTasks.size;
   }
 
-  /** Whether a task ended here whose result its client has yet to read, from a store that ends with this process. */
-  awaitingRead(now: number): boolean {
-    return this.unread?.awaited(now) ?? false;
+  /** Until when the client of a task that ended here is expected to read its result, from a store that ends with this process; `undefined`: none is. */
+  readExpectedUntil(now: number): number | undefined {
+    return this.unread?.expectedUntil(now);
   }
 
   constructor(private readonly ctx: TasksHost) {
@@ -182,7 +184,10 @@ export class Tasks implements TaskSignalListener {
     if (scoped && !scoped.ok) return sendRejection(res, scoped, id);
     const store = this.ctx.options.taskStore;
     // The client has seen how its task ended: a drain no longer waits for it.
-    if (TERMINAL_STATUSES.has(found.status) && message.method !== 'tasks/update') this.unread?.read(found.taskId);
+    if (TERMINAL_STATUSES.has(found.status) && message.method !== 'tasks/update' && this.unread) {
+      this.unread.read(found.taskId);
+      this.ctx.drain.check();
+    }
     if (message.method === 'tasks/get') return sendResult(res, id, detailed(found));
     if (message.method === 'tasks/cancel') {
       if (!TERMINAL_STATUSES.has(found.status)) {
@@ -207,10 +212,12 @@ export class Tasks implements TaskSignalListener {
       end();
     }
     // A listen stream that follows the task has just carried its result in notifications/tasks.
-    if (outcome !== 'finished' || !this.unread || this.follows(record.taskId)) return;
-    const now = Date.now();
-    const expiresAt = record.ttlMs === null ? undefined : record.createdAt + record.ttlMs;
-    this.unread.ended(record.taskId, readBy(now, record.pollIntervalMs ?? this.ctx.options.retryMs, expiresAt), now);
+    if (outcome === 'finished' && this.unread && !this.follows(record.taskId)) {
+      const now = Date.now();
+      const expiresAt = record.ttlMs === null ? undefined : record.createdAt + record.ttlMs;
+      this.unread.ended(record.taskId, readBy(now, record.pollIntervalMs ?? this.ctx.options.retryMs, expiresAt), now);
+    }
+    this.ctx.drain.check();
   }
 
   private report(taskId: string, status: string): void {
@@ -240,7 +247,7 @@ export class Tasks implements TaskSignalListener {
     const task = await store.get(taskId);
     if (!task || task.principal !== principal) return undefined;
     if (TERMINAL_STATUSES.has(task.status) || task.owner === this.ctx.instanceId) return task;
-    const alive = await this.ctx.options.cluster?.instanceAlive?.(task.owner);
+    const alive = await this.ctx.options.cluster?.directory.instanceAlive?.(task.owner);
     if (alive !== false) return task;
     const error = taskInstanceLost(task.owner);
     await store.update(taskId, { status: 'failed', error, statusMessage: error.message });

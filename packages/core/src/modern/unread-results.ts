@@ -25,10 +25,12 @@ export class UnreadResults {
     this.until.delete(taskId);
   }
 
-  /** Whether a result is still expected to be read. */
-  awaited(now: number): boolean {
+  /** Until when the first result still expected to be read is expected; `undefined`: none is. */
+  expectedUntil(now: number): number | undefined {
     this.forgetOverdue(now, false);
-    return this.until.size > 0;
+    let first: number | undefined;
+    for (const until of this.until.values()) if (first === undefined || until < first) first = until;
+    return first;
   }
 
   /** Drops results whose client is overdue: only the oldest ones (cheap, on every end), or all. */

@@ -96,7 +96,7 @@ export interface EventStore {
    */
   unfinished?(sessionId: string): Promise<UnfinishedStream[]>;
   /**
-   * Optional, for `shared` clusters (see `SessionCluster.shared`): the instance that writes a
+   * Optional, for shared mode (see `SessionCopies`): the instance that writes a
    * request stream (the one the store was made for when {@link createStream} ran) and the
    * requests it carries; `undefined` when the store does not know. A resume served on another
    * instance checks that the writer still lives, and answers the call with an error when it does

@@ -51,7 +51,7 @@ export interface CoreResponder {
    * Optional: tells the sender, before anything of the request runs, that it was taken (an
    * informational `102 Processing` on `node:http`; a fetch runtime cannot send one). Sent only to
    * a peer that forwarded a request answered with one JSON body: a connection that breaks
-   * before it broke before anything ran (see `SessionCluster.forward`).
+   * before it broke before anything ran (see `SessionOwners.forward`).
    */
   acknowledge?(): void;
 }

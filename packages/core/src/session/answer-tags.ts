@@ -1,7 +1,7 @@
 import type { JSONRPCMessage, RequestId } from '../ports/mcp.js';
 
 /**
- * A shared cluster (serverless, see `SessionCluster.shared`) runs copies of one session on several
+ * Shared mode (serverless, see `SessionCopies`) runs copies of one session on several
  * instances, each with its own server numbering its requests to the client from 0. So the
  * requests a copy's server sends go out under `<prefix><its id>`, the prefix naming this instance
  * and copy (`<instance id>~<nonce>~`): the client's answer, whichever instance it reaches, says

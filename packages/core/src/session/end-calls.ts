@@ -32,7 +32,7 @@ function cancelCalls(session: CallsOf, ids: RequestId[], reason: string): void {
 /**
  * Another instance owns the stream's session now, or answered the stream (this one was frozen or
  * cut off past its heartbeat window): the client already heard its answer there, so the calls
- * still running here stop, unanswered (issue 27, item 9: a tool must not run on, twice in effect).
+ * still running here stop, unanswered (invariant: at-most-once: a tool must not run on, twice in effect).
  */
 export function stopTakenOverCalls(session: CallsOf, stream: Stream, options: ResolvedOptions): void {
   const ids = [...stream.pending];
@@ -51,7 +51,7 @@ export function endStoreLostCalls(session: CallsOf, stream: Stream, options: Res
   if (ids.length > 0) void answerAndCancel(session, ids, LOST_EVENTS);
 }
 
-/** An outage held more of a stream's events than `maxUnstoredBytes`: its calls end (issue 27). */
+/** An outage held more of a stream's events than `maxUnstoredBytes`: its calls end (invariant: bounded). */
 export function endUnstoredCalls(session: CallsOf, stream: Stream, options: ResolvedOptions): void {
   const ids = [...stream.pending];
   const { maxUnstoredBytes } = options;

@@ -1,3 +1,4 @@
+import type { SessionDirectory } from '../ports/cluster.js';
 import type { ResolvedOptions } from '../options.js';
 import { asError } from '../util/errors.js';
 import { OWED_END_RETRIES_MS, pauseBefore, withBriefRetries } from '../util/retry.js';
@@ -17,9 +18,9 @@ interface OwedEnd {
 }
 
 /**
- * The cluster-wide end of the sessions their clients deleted here (issue 27, item 3). Nothing
- * answers success before its Redis write is done: the DELETE waits for the end (the owner record
- * released, the restore record deleted, the other instances told; the events dropped), tried
+ * The cluster-wide end of the sessions their clients deleted here (invariant:
+ * stored-before-success): the DELETE waits for the end (the owner record released, the record
+ * deleted, the other copies told; the events dropped), tried
  * briefly. When Redis does not take it, the end is owed: tried again, backing off to once a second,
  * until Redis takes it or the session's record has expired by itself; meanwhile the session is
  * gone for every request that reaches this instance, and restored from its record by none.
@@ -27,8 +28,15 @@ interface OwedEnd {
 export class SessionEnds {
   private closed = false;
   private readonly owed = new Map<string, OwedEnd>();
+  /** The cluster's session directory (see {@link join}); alone there is no end to owe. */
+  private directory: SessionDirectory | undefined;
 
   constructor(private readonly options: ResolvedOptions) {}
+
+  /** The handler has a cluster: ends are told to its directory. */
+  join(directory: SessionDirectory): void {
+    this.directory = directory;
+  }
 
   /**
    * Whether the session's client deleted it here while the cluster could not be told yet: the
@@ -92,13 +100,13 @@ export class SessionEnds {
    * although its answer was lost is applied again harmlessly.
    */
   private async tellEnd(sessionId: string, waiting: boolean, report: boolean): Promise<boolean> {
-    const { cluster, eventStore, onError } = this.options;
-    const release = () => cluster!.release(sessionId);
+    const { eventStore, onError } = this.options;
+    const release = () => this.directory!.end(sessionId);
     let released: void | boolean;
     try {
       released = await (waiting ? withBriefRetries(release) : Promise.resolve().then(release));
     } catch (error) {
-      if (report) onError(asError(error, 'cluster release failed (the DELETE is answered 503; tried again until Redis takes it)'));
+      if (report) onError(asError(error, 'cluster end failed (the DELETE is answered 503; tried again until Redis takes it)'));
       return false;
     }
     // Only while the session was still this instance's: a stale owner deletes nothing of the new one's.

@@ -1,4 +1,4 @@
-import type { RestoreRecord } from '../ports/cluster.js';
+import type { RestoreRecord } from '../ports/record.js';
 
 /** What restores a session an instance without a cluster let go of (see {@link KeptSessions}). */
 export interface KeptSession {

@@ -1,4 +1,4 @@
-import type { RestoreRecord } from '../ports/cluster.js';
+import type { RestoreRecord } from '../ports/record.js';
 import type { JSONRPCMessage, JSONRPCRequest, RequestId } from '../ports/mcp.js';
 
 /** Ids of the requests a session sends its own server to restore it; no client id starts with NUL. */
@@ -23,7 +23,7 @@ export class SessionRecord {
   /**
    * Called when the record changes (in a cluster, it is saved for other instances), with the
    * client's request that changed it (none for the handshake's first save); a promise when the
-   * answer that completes the handshake must wait for the save (a shared cluster).
+   * answer that completes the handshake must wait for the save (shared mode, see `CopyRules.recordFirst`).
    */
   changed: ((change?: RecordChange) => void | Promise<void>) | undefined;
 
@@ -121,10 +121,10 @@ export class Restorer {
 interface RecordedSession {
   readonly server: { readonly record: SessionRecord; hibernated: boolean };
   protocolVersion: string | undefined;
-  adopted: boolean;
+  restored: boolean;
 }
 
-/** What restores a session elsewhere (see `SessionCluster.saveRecord`), once its handshake is done. */
+/** What restores a session elsewhere (see `SessionDirectory.saveRecord`), once its handshake is done. */
 export function restoreRecordOf(session: RecordedSession): RestoreRecord | undefined {
   const { initialize, loggingLevel } = session.server.record;
   if (!initialize || session.protocolVersion === undefined) return undefined;
@@ -140,11 +140,11 @@ export function restoreRecordOf(session: RecordedSession): RestoreRecord | undef
  * starts hibernated, so its next POST builds a server and replays the client's handshake to it.
  * Its streams from before carry no call running here (see cluster/lost-calls.ts).
  */
-export function adoptRecord(session: RecordedSession, record: RestoreRecord): void {
+export function restoreFromRecord(session: RecordedSession, record: RestoreRecord): void {
   session.server.record.initialize = record.initialize as JSONRPCRequest;
   session.server.record.loggingLevel = record.loggingLevel;
   for (const params of record.subscriptions ?? []) session.server.record.remember({ method: 'resources/subscribe', params });
   session.protocolVersion = record.protocolVersion;
   session.server.hibernated = true;
-  session.adopted = true;
+  session.restored = true;
 }

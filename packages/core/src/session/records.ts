@@ -1,6 +1,7 @@
 import type { ResolvedOptions } from '../options.js';
 import { asError, settle } from '../util/errors.js';
 import { withBriefRetries } from '../util/retry.js';
+import type { CopyRules } from './copy-rules.js';
 import { restoreRecordOf } from './record.js';
 import type { Session } from './session.js';
 
@@ -8,7 +9,7 @@ import type { Session } from './session.js';
 const REFRESH_SLACK = 0.01;
 
 /**
- * The sessions' records in the cluster (`SessionCluster.saveRecord`): what restores a session on
+ * The sessions' records in the cluster (`SessionDirectory.saveRecord`): what restores a session on
  * any instance, this one included once it let the session go. Saved when the handshake is done and
  * whenever the client changes what a server keeps; kept alive at least `sessionIdleTtlMs` past each
  * session's last activity, by one batch per interval (a TTL is refreshed per interval, not per request).
@@ -16,31 +17,25 @@ const REFRESH_SLACK = 0.01;
 export class ClusterRecords {
   /** Sessions whose record is being saved: nothing would restore them yet. */
   private readonly saving = new Set<Session>();
-  /** Shared cluster: the first save of the record of each session created here, until it settles. */
+  /** With `recordFirst`: the first save of the record of each session created here, until it settles. */
   private readonly firstSaves = new WeakMap<Session, Promise<void>>();
   /** When the records were last kept alive. */
   private keptAt = Date.now();
   /** Sessions active since then that this instance let go of: their records are kept alive with the others'. */
-  private letGoActive: string[] = [];
+  private activeLetGo: string[] = [];
   /** When each session's record was last saved or kept alive (its TTL counts from then). */
   private readonly refreshed = new WeakMap<Session, number>();
   /** How often the records are kept alive: a quarter of their TTL, at most a minute. */
   private readonly keepEveryMs: number;
   private readonly slackMs: number;
 
-  constructor(private readonly options: ResolvedOptions) {
+  constructor(
+    private readonly options: ResolvedOptions,
+    private readonly rules: CopyRules,
+  ) {
     const ttl = options.sessionIdleTtlMs;
     this.keepEveryMs = Math.min(60_000, Math.max(100, Math.floor(ttl / 4)));
     this.slackMs = ttl * REFRESH_SLACK;
-  }
-
-  /**
-   * Whether a session let go of here lives on in the cluster: it keeps the session's record, from
-   * which any instance (this one too) restores it.
-   */
-  get restoreAnywhere(): boolean {
-    const cluster = this.options.cluster;
-    return cluster?.saveRecord !== undefined && cluster.takeOver !== undefined;
   }
 
   /** Whether the session's record is being saved (it is not to be let go of until then). */
@@ -50,17 +45,17 @@ export class ClusterRecords {
 
   /**
    * Saves the session's record once its handshake is done and whenever the client changes it, for
-   * other instances to restore from. In a shared cluster the record is the session: the
-   * handshake's answer waits for it, and goes out only once it is saved (see {@link recorded}).
+   * other instances to restore from. With `recordFirst` (shared mode: the record is the session)
+   * the handshake's answer waits for it, and goes out only once it is saved (see {@link recorded}).
    */
   track(session: Session): void {
-    const cluster = this.options.cluster;
-    if (!cluster?.saveRecord) return;
-    let first = cluster.shared && !session.adopted ? this.awaitFirstSave(session) : undefined;
+    const directory = this.rules.directory;
+    if (!directory.saveRecord) return;
+    let first = this.rules.recordFirst && !session.restored ? this.awaitFirstSave(session) : undefined;
     session.server.record.changed = (change) => {
       const record = restoreRecordOf(session);
       if (!record || session.closed) return;
-      const save = () => cluster.saveRecord!(session.sessionId as string, record, this.options.sessionIdleTtlMs, change);
+      const save = () => directory.saveRecord!(session.sessionId as string, record, this.options.sessionIdleTtlMs, change);
       const saving = withBriefRetries(save);
       this.saving.add(session);
       this.refreshed.set(session, Date.now());
@@ -72,8 +67,8 @@ export class ClusterRecords {
         first = undefined;
         return saving;
       }
-      const reported = saving.catch((error: unknown) => this.options.onError(asError(error, 'cluster saveRecord failed')));
-      return cluster.shared ? reported : undefined;
+      saving.catch((error: unknown) => this.options.onError(asError(error, 'cluster saveRecord failed')));
+      return undefined;
     };
   }
 
@@ -87,18 +82,19 @@ export class ClusterRecords {
   }
 
   /**
-   * Shared cluster: resolves once the record of a session created here is saved (the handshake is
-   * done), rejects if it could not be (after brief retries): the `initialize` answer is held until
-   * then, and refused with 503 instead (issue 27, item 4). `undefined` elsewhere: nothing to wait for.
+   * With `recordFirst`: resolves once the record of a session created here is saved (the handshake
+   * is done), rejects if it could not be (after brief retries): the `initialize` answer is held
+   * until then, and refused with 503 instead (invariant: stored-before-success). `undefined`
+   * elsewhere: nothing to wait for.
    */
   recorded(session: Session): Promise<void> | undefined {
     return this.firstSaves.get(session);
   }
 
-  /** This instance let go of the session; its record lives on. */
-  letGo(session: Session): void {
+  /** This instance let go of its copy of the session; the record lives on, kept alive as long as the session would be. */
+  copyLetGo(session: Session): void {
     // Active since the records were last kept alive: kept alive with the others' next time.
-    if (session.lastActive >= this.keptAt && !this.fresh(session)) this.letGoActive.push(session.sessionId as string);
+    if (session.lastActive >= this.keptAt && !this.fresh(session)) this.activeLetGo.push(session.sessionId as string);
   }
 
   /** Whether the session's record was saved or kept alive about when it was last active (within the slack). */
@@ -112,18 +108,18 @@ export class ClusterRecords {
    * connected are kept alive, in one batch.
    */
   keepAlive(held: Iterable<Session>, now: number): void {
-    const cluster = this.options.cluster;
-    if (!cluster?.keepRecords || now - this.keptAt < this.keepEveryMs) return;
+    const directory = this.rules.directory;
+    if (!directory.keepRecords || now - this.keptAt < this.keepEveryMs) return;
     const since = this.keptAt;
     this.keptAt = now;
-    const active = this.letGoActive;
-    this.letGoActive = [];
+    const active = this.activeLetGo;
+    this.activeLetGo = [];
     for (const session of held) {
       if (session.openConnections === 0 && (session.lastActive < since || this.fresh(session))) continue;
       active.push(session.sessionId as string);
       this.refreshed.set(session, now);
     }
     if (active.length > 0)
-      settle(() => cluster.keepRecords!(active, this.options.sessionIdleTtlMs), this.options.onError, 'cluster keepRecords failed');
+      settle(() => directory.keepRecords!(active, this.options.sessionIdleTtlMs), this.options.onError, 'cluster keepRecords failed');
   }
 }

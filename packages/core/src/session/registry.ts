@@ -2,23 +2,16 @@ import { randomId } from '../events/ids.js';
 import type { ResolvedOptions } from '../options.js';
 import type { SseConnection } from '../streams/connection.js';
 import { asError, settle } from '../util/errors.js';
-import type { RestoreRecord } from '../ports/cluster.js';
-import { adoptRecord, restoreRecordOf } from './record.js';
+import type { RestoreRecord } from '../ports/record.js';
+import { restoreFromRecord, restoreRecordOf } from './record.js';
 import type { SessionEndReason } from '../telemetry/events.js';
+import { LET_GO_FOR_MEMORY, type CopyRules } from './copy-rules.js';
 import { SessionEnds } from './ends.js';
 import { Session } from './session.js';
-import { AnswerTags } from './answer-tags.js';
 import { KeptSessions } from './kept.js';
 import { ClusterRecords } from './records.js';
 
 const NOTHING = (): void => {};
-
-/**
- * Why only this instance's copy of a session goes, not the session: a cap made room (`evict`), or
- * it idled past `hibernateAfterMs` (`hibernate`). Where its record is kept (the cluster's, or
- * {@link KeptSessions} alone) it lives on, and its next request restores it.
- */
-const LET_GO: ReadonlySet<SessionEndReason> = new Set(['evict', 'hibernate']);
 
 /** Alone, how many sessions let go of at the cap are kept as records, per session the cap holds. */
 const KEPT_PER_HELD = 10;
@@ -35,19 +28,29 @@ export class SessionRegistry {
   readonly ends: SessionEnds;
   /** Alone, with hibernation on: the sessions let go of at the cap, as their records. */
   private readonly kept: KeptSessions | undefined;
+  /** In a cluster: the session directory, and how the cluster's mode treats a copy (see {@link join}). */
+  private cluster: CopyRules | undefined;
   /** In a cluster that keeps them: the records that restore its sessions anywhere. */
-  private readonly records: ClusterRecords;
+  private records: ClusterRecords | undefined;
   private readonly timers: Array<ReturnType<typeof setInterval>> = [];
+  /** Told each time a session may have settled, or closed (see {@link watchSettled}). */
+  private settled: (() => void) | undefined;
 
   constructor(private readonly options: ResolvedOptions) {
     this.ends = new SessionEnds(options);
-    this.records = new ClusterRecords(options);
     if (!options.cluster && options.hibernateAfterMs !== undefined) this.kept = new KeptSessions(options.maxSessions * KEPT_PER_HELD);
     const { keepAliveMs, sessionIdleTtlMs, hibernateAfterMs } = options;
     if (keepAliveMs > 0) this.every(Math.max(50, Math.floor(keepAliveMs / 2)), () => this.keepAlive(keepAliveMs));
     let sweepMs = Math.min(60_000, Math.max(100, Math.floor(sessionIdleTtlMs / 4)));
     if (hibernateAfterMs !== undefined) sweepMs = Math.min(sweepMs, Math.max(100, Math.floor(hibernateAfterMs / 2)));
     this.every(sweepMs, () => this.sweep());
+  }
+
+  /** The handler has a cluster: its layer gives the rules of its mode, before any session is made. */
+  join(rules: CopyRules): void {
+    this.cluster = rules;
+    this.records = new ClusterRecords(this.options, rules);
+    this.ends.join(rules.directory);
   }
 
   get size(): number {
@@ -64,7 +67,7 @@ export class SessionRegistry {
   /**
    * Makes room for one more session of `holder` (a principal, or a client address): at a cap, the
    * least recently used idle session (of that holder, for its own cap) is let go of (see
-   * {@link LET_GO}). `false` when the cap is reached and every session under it is busy.
+   * {@link LET_GO_FOR_MEMORY}). `false` when the cap is reached and every session under it is busy.
    */
   makeRoom(holder: string | undefined): boolean {
     const perHolder = this.options.maxSessionsPerPrincipal;
@@ -88,7 +91,7 @@ export class SessionRegistry {
 
   /** Whether the session can be let go of: nothing here would miss it, and its record is not being saved. */
   private releasable(session: Session): boolean {
-    return session.evictable && !this.records.isSaving(session);
+    return session.evictable && !this.records?.isSaving(session);
   }
 
   /**
@@ -102,14 +105,13 @@ export class SessionRegistry {
   }
 
   /**
-   * A session restored here from its record: one another instance held, or this one let go of
-   * (see `SessionCluster.takeOver`). It counts toward the caps like a new one: room is made for it
-   * if there is any to make.
+   * A copy of a session restored here from its record: one another instance held, or this one let
+   * go of. It counts toward the caps like a new one: room is made for it if there is any to make.
    */
-  adopt(sessionId: string, principal: string | undefined, record: RestoreRecord, holder: string | undefined = principal): Session {
+  restore(sessionId: string, principal: string | undefined, record: RestoreRecord, holder: string | undefined = principal): Session {
     this.makeRoom(holder);
     const session = new Session(sessionId, principal, this.options, this.live, this.forgetFn);
-    adoptRecord(session, record);
+    restoreFromRecord(session, record);
     session.holder = holder;
     return this.add(session);
   }
@@ -117,23 +119,22 @@ export class SessionRegistry {
   /** Alone: a session this instance let go of at the cap, restored from the record it kept; `undefined` if none is kept. */
   restoreKept(sessionId: string): Session | undefined {
     const kept = this.kept?.take(sessionId);
-    return kept && this.adopt(sessionId, kept.principal, kept.record, kept.holder);
+    return kept && this.restore(sessionId, kept.principal, kept.record, kept.holder);
   }
 
   private add(session: Session): Session {
     this.sessions.set(session.sessionId as string, session);
+    session.onSettled = this.settled;
     const { telemetry } = this.options;
-    if (telemetry.on) telemetry.sessionEvent('session.open', session.sessionId as string, { restored: session.adopted });
-    const cluster = this.options.cluster;
-    // Shared: the server's requests carry this instance's id, for the client's answer to find it.
-    if (cluster?.shared) session.server.answerTags = new AnswerTags(`${cluster.instanceId ?? ''}~${randomId().slice(0, 8)}~`);
-    this.records.track(session);
+    if (telemetry.on) telemetry.sessionEvent('session.open', session.sessionId as string, { restored: session.restored });
+    this.cluster?.copyMade(session);
+    this.records?.track(session);
     return session;
   }
 
   /** See {@link ClusterRecords.recorded}. */
   recorded(session: Session): Promise<void> | undefined {
-    return this.records.recorded(session);
+    return this.records?.recorded(session);
   }
 
   /** A throwaway session for one stateless request. */
@@ -155,7 +156,7 @@ export class SessionRegistry {
     const cutoff = now - this.options.sessionIdleTtlMs;
     const { hibernateAfterMs } = this.options;
     const sleepBefore = hibernateAfterMs === undefined ? undefined : now - hibernateAfterMs;
-    const letGoWhole = this.records.restoreAnywhere;
+    const letGoWhole = this.cluster?.restoresAnywhere ?? false;
     for (const session of this.sessions.values()) {
       if (session.openConnections === 0 && session.lastActive < cutoff) this.expire(session, now);
       else if (sleepBefore === undefined || session.lastActive > sleepBefore) continue;
@@ -165,19 +166,19 @@ export class SessionRegistry {
     if (this.kept) for (const id of this.kept.expire(cutoff)) this.endKept(id);
     this.options.eventStore.sweep?.(now);
     this.options.taskStore.sweep?.(now);
-    this.records.keepAlive(this.sessions.values(), now);
+    this.records?.keepAlive(this.sessions.values(), now);
   }
 
   /** Sessions whose activity on other instances is being asked about. */
   private readonly asking = new Set<Session>();
 
   private expire(session: Session, now: number): void {
-    const cluster = this.options.cluster;
-    if (!cluster?.activeElsewhere) return session.terminate(undefined, 'expire');
+    const directory = this.cluster?.directory;
+    if (!directory?.activeElsewhere) return session.terminate(undefined, 'expire');
     // Its client may be connected to another instance (a resumed stream served there).
     if (this.asking.has(session)) return;
     this.asking.add(session);
-    cluster.activeElsewhere(session.sessionId as string).then(
+    directory.activeElsewhere(session.sessionId as string).then(
       (active) => {
         this.asking.delete(session);
         if (active) session.touch(now);
@@ -198,17 +199,24 @@ export class SessionRegistry {
   }
 
   /**
-   * Lets another instance take the session over (draining): it ends here, with the retry hint on
-   * its connections, and the cluster drops this instance's ownership; its stored events and
-   * restore record stay. Resolves once no instance will be sent here for it.
+   * Lets go of the copy held here for another instance to restore (a drain hands it off; a peer
+   * took it over): it ends here, with the retry hint on its connections, and the directory hears
+   * so (forwarding: this instance's owner record goes); its stored events and record stay.
+   * Resolves once no instance will be sent here for it.
    */
-  async handOff(session: Session, retryMs: number): Promise<void> {
+  async letGo(session: Session, retryMs: number): Promise<void> {
     session.terminate(retryMs, 'handoff');
     try {
-      await this.options.cluster?.handOff?.(session.sessionId as string);
+      await this.cluster?.directory.letGo?.(session.sessionId as string);
     } catch (error) {
-      this.options.onError(asError(error, 'cluster handOff failed'));
+      this.options.onError(asError(error, 'cluster letGo failed'));
     }
+  }
+
+  /** `listener` is told, from now on, each time a session may have become idle, or closed (the drain waits for that). */
+  watchSettled(listener: () => void): void {
+    this.settled = listener;
+    for (const session of this.sessions.values()) session.onSettled = listener;
   }
 
   /** Sessions with no call running nor a question awaiting the client: they can move to another instance. */
@@ -244,39 +252,40 @@ export class SessionRegistry {
   private readonly forgetFn = (session: Session, reason: SessionEndReason): void => this.forget(session, reason);
 
   /**
-   * A session closed here. It ends (its events and owner record go) unless it lives on in the
-   * cluster: handed off, a copy in a shared cluster, or let go of at a cap while the cluster keeps
-   * its record (the session belongs to the deployment, not to this instance: only its idle TTL and
-   * its client's DELETE end it).
+   * A copy closed here. The session ends with it (its events and record go) unless it lives on in
+   * the cluster: let go of for a peer (see {@link letGo}), or a copy the cluster's mode does not
+   * take for the session (invariant: deployment-owns-sessions: only its idle TTL and its client's
+   * DELETE end a session).
    */
   private forget(session: Session, reason: SessionEndReason): void {
     const id = session.sessionId as string;
     if (id === undefined) return;
     this.sessions.delete(id);
-    const { eventStore, cluster, onError, telemetry } = this.options;
-    // Nothing more is written here to its streams, whether it ends or lives on elsewhere (issue 27, item 8).
+    this.settled?.();
+    const { eventStore, onError, telemetry } = this.options;
+    const cluster = this.cluster;
+    // Nothing more is written here to its streams, whether it ends or lives on elsewhere (invariant: one-writer).
     eventStore.doneWriting?.(id);
     if (telemetry.on) telemetry.sessionEvent('session.close', id, { reason });
-    // Handed off: its events and record stay for the next instance (see handOff).
+    // Let go of for a peer: its events and record stay for the next instance (see letGo).
     if (reason === 'handoff') return;
-    // A copy in a shared cluster is one of many: only its client's DELETE ends the session
-    // everywhere. Let go of at a cap or idle, its record restores it on whichever instance its next
-    // request reaches, this one included; its owner record goes, so that no peer forwards it here.
-    if (cluster && (cluster.shared ? reason !== 'delete' : LET_GO.has(reason) && this.records.restoreAnywhere)) {
-      if (LET_GO.has(reason)) this.records.letGo(session);
-      return settle(() => cluster.handOff?.(id), onError, 'cluster handOff failed');
+    // Only the copy goes: its record restores the session on whichever instance its next request
+    // reaches, this one included; the directory hears that this instance holds it no more.
+    if (cluster && !cluster.endsSession(reason)) {
+      if (LET_GO_FOR_MEMORY.has(reason)) this.records?.copyLetGo(session);
+      return settle(() => cluster.directory.letGo?.(id), onError, 'cluster letGo failed');
     }
-    if (this.kept && LET_GO.has(reason) && this.keep(session)) return;
+    if (this.kept && LET_GO_FOR_MEMORY.has(reason) && this.keep(session)) return;
     if (!cluster) return settle(() => eventStore.deleteSession(id), onError, 'event store deleteSession failed');
     // Its client's DELETE (or its server closed): it ends everywhere, and the DELETE waits for that.
     if (reason === 'delete') return void this.ends.endEverywhere(id, session.principal);
     // Only while the session is still this instance's: a stale owner deletes nothing of the new one's.
     settle(
       async () => {
-        if ((await cluster.release(id)) !== false) await eventStore.deleteSession(id);
+        if ((await cluster.directory.end(id)) !== false) await eventStore.deleteSession(id);
       },
       onError,
-      'cluster release or event store deleteSession failed',
+      'cluster end or event store deleteSession failed',
     );
   }
 

@@ -28,8 +28,13 @@ export class StreamRoutes {
   private readonly awaited = new Map<string, AwaitedAnswers>();
   /** When the server last closed streams that completed while their client was away (telemetry). */
   private readonly closedWhileAway = new Map<string, number>();
-  /** Streams whose calls may outlive their response (serverless, issue 21): what lets each go. */
+  /** Streams whose calls may outlive their response (serverless: `waitUntil`, `maxCallDurationMs`): what lets each go. */
   private outliving: Map<Stream, () => void> | undefined;
+
+  constructor(
+    /** Told each time a client fetched an answer written while it was away (a drain alone waits for that). */
+    private readonly onFetched?: () => void,
+  ) {}
 
   add(stream: Stream): Stream {
     this.byId.set(stream.id, stream);
@@ -61,7 +66,7 @@ export class StreamRoutes {
     return this.byId.size;
   }
 
-  /** How much each of its maps holds (tests: bounded by what is live, issue 27, item 8). */
+  /** How much each of its maps holds (tests: bounded by what is live, invariant: bounded). */
   get retained(): { streams: number; requests: number; awaited: number; outliving: number } {
     return { streams: this.byId.size, requests: this.byRequest.size, awaited: this.awaited.size, outliving: this.outliving?.size ?? 0 };
   }
@@ -119,13 +124,22 @@ export class StreamRoutes {
 
   /** The client has read `streamId` to its end. */
   fetched(streamId: string): void {
-    this.awaited.delete(streamId);
+    if (this.awaited.delete(streamId)) this.onFetched?.();
   }
 
   /** Whether an answer written while its client was away is still expected to be fetched. */
   awaiting(now: number): boolean {
-    for (const [id, { until }] of this.awaited) if (until < now) this.awaited.delete(id);
-    return this.awaited.size > 0;
+    return this.awaitedUntil(now) !== undefined;
+  }
+
+  /** Until when the first client still expected back for an answer written while it was away is expected; `undefined`: none is. */
+  awaitedUntil(now: number): number | undefined {
+    let first: number | undefined;
+    for (const [id, { until }] of this.awaited) {
+      if (until < now) this.awaited.delete(id);
+      else if (first === undefined || until < first) first = until;
+    }
+    return first;
   }
 
   /**

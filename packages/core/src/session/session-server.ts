@@ -5,12 +5,12 @@ import { Restorer, SessionRecord } from './record.js';
 import type { AnswerTags } from './answer-tags.js';
 
 /**
- * The server behind a session: attached at initialize, let go by hibernation when nothing would be
- * lost, rebuilt from the session's {@link SessionRecord} on its next POST. A server with a question
- * pending for the client (sampling, elicitation) is never let go, so this also tracks those.
+ * The server behind a session: attached at initialize, closed when the session hibernates (nothing
+ * would be lost), rebuilt from the session's {@link SessionRecord} on its next POST. A server with a
+ * question pending for the client (sampling, elicitation) never hibernates, so this also tracks those.
  */
 export class SessionServer {
-  /** The server was let go until the next POST (see `hibernateAfterMs`), or is not built yet (see {@link defer}). */
+  /** The server is closed until the next POST (see `hibernateAfterMs`), or is not built yet (see {@link defer}). */
   hibernated = false;
   /** No server was ever built for the session: its first is built at its first request (see `lazyServers`). */
   deferred = false;
@@ -20,7 +20,7 @@ export class SessionServer {
   /** Which SDK the server is of: v2 handlers also get a fetch `Request` (`ctx.http.req`). */
   major: SdkMajor = 'v1';
   private server: { close(): Promise<void> } | undefined;
-  /** In a `shared` cluster: the server's requests go out under ids that name this instance. */
+  /** When several copies may run the session's calls (shared mode): the server's requests go out under ids that name this instance. */
   answerTags: AnswerTags | undefined;
   /** Requests the server sent the client that are not answered yet. */
   private readonly awaitingClient = new Set<RequestId>();
@@ -49,7 +49,7 @@ export class SessionServer {
 
   /**
    * A request or notification the server sends: a request now awaits the client; a cancel
-   * withdraws one. Returns the message to send (tagged, in a shared cluster).
+   * withdraws one. Returns the message to send (tagged, see {@link answerTags}).
    */
   sent(message: JSONRPCMessage): JSONRPCMessage {
     if (this.answerTags) message = this.answerTags.tag(message);
@@ -79,7 +79,7 @@ export class SessionServer {
   }
 
   /**
-   * The client set a log level or (un)subscribed through another instance (a shared cluster): the
+   * The client set a log level or (un)subscribed through another copy (shared mode): the
    * record takes it, and a server attached here hears it as the client's.
    */
   apply(request: { method: string; params?: JSONRPCRequest['params'] }): void {
@@ -98,16 +98,16 @@ export class SessionServer {
   }
 
   /**
-   * Whether nothing would be lost by letting the server go: no request in flight (`busy` says so
+   * Whether nothing would be lost by closing the server: no request in flight (`busy` says so
    * for the session's streams) and no question pending for the client.
    */
-  canLetGo(busy: boolean): boolean {
+  canHibernate(busy: boolean): boolean {
     if (this.hibernated || this.waking || !this.server || !this.record.initialize) return false;
     return this.awaitingClient.size === 0 && !busy;
   }
 
   /** Closes the server (its `onclose` runs) and keeps what {@link wake} needs. */
-  letGo(onError: (error: Error) => void): void {
+  hibernate(onError: (error: Error) => void): void {
     this.hibernated = true;
     const server = this.server!;
     this.server = undefined;

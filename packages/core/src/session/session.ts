@@ -36,15 +36,16 @@ export class Session implements Transport {
   openConnections = 0;
   /** Whom `maxSessionsPerPrincipal` counts this session for: its principal, or its client's address. */
   holder: string | undefined;
-  /** Restored from a record another instance left (see `adoptRecord`). */
-  adopted = false;
+  /** A copy restored from its record (see `restoreFromRecord`), not created here by its `initialize`. */
+  restored = false;
   /** What is on its way to it while it looks idle: its `initialize`, requests that found it, a restore. */
-  readonly arrivals = new Arrivals();
+  readonly arrivals = new Arrivals(() => this.onSettled?.());
+  /** Told each time it may have become idle, while something waits for that (`SessionRegistry.watchSettled`). */
+  onSettled: (() => void) | undefined;
   /** The server behind the session, and what hibernation keeps to rebuild it. */
   readonly server = new SessionServer((message) => this.onmessage?.(message, {}));
-
   /** Its streams: which carries what (read by the engine's resume for the client's time away). */
-  readonly routes = new StreamRoutes();
+  readonly routes = new StreamRoutes(() => this.onSettled?.());
 
   constructor(
     /** `undefined` in stateless mode. */
@@ -88,6 +89,7 @@ export class Session implements Transport {
       }
     } else {
       message = this.server.sent(message);
+      if (this.onSettled && 'method' in message && message.method === 'notifications/cancelled') this.onSettled(); // a question withdrawn
       stream = options?.relatedRequestId !== undefined ? this.routes.forRequest(options.relatedRequestId) : this.routes.standalone;
     }
     // Nowhere to deliver: a request that already got its answer, or no GET stream ever opened.
@@ -128,6 +130,7 @@ export class Session implements Transport {
         this.releaseCancelled((message.params as { requestId?: unknown } | undefined)?.requestId);
       }
     }
+    if (this.onSettled && messages.some((message) => !('method' in message))) this.onSettled(); // a question answered
   }
 
   // --- Streams -------------------------------------------------------------------------------
@@ -204,11 +207,6 @@ export class Session implements Transport {
     return this.server.hibernated;
   }
 
-  /** Sends away the clients that poll: their connections end with the retry hint; the streams go on. */
-  endPollingConnections(retryMs: number): void {
-    this.routes.endPolling(retryMs);
-  }
-
   /** No call running, no response stream open, no question awaiting the client, nothing on its way: nothing here would be lost. */
   get idle(): boolean {
     return !this.closed && !this.arrivals.any && !this.routes.busy && this.server.quiet;
@@ -219,11 +217,11 @@ export class Session implements Transport {
     return this.idle && this.openConnections === 0 && !this.routes.awaiting(Date.now());
   }
 
-  /** Lets the server go if nothing would be lost (see {@link SessionServer.canLetGo}). */
+  /** Closes the server if nothing would be lost (see {@link SessionServer.canHibernate}); the copy stays. */
   hibernate(): boolean {
-    if (this.closed || !this.server.canLetGo(this.routes.busy)) return false;
+    if (this.closed || !this.server.canHibernate(this.routes.busy)) return false;
     // Protocol.close() calls our close(), which detaches instead of ending the session.
-    this.server.letGo(this.options.onError);
+    this.server.hibernate(this.options.onError);
     const { telemetry } = this.options;
     if (telemetry.on) telemetry.sessionEvent('session.hibernate', this.sessionId as string, {});
     return true;
@@ -322,7 +320,10 @@ export class Session implements Transport {
       if (final) this.finish(stream);
       return RESOLVED;
     }
-    return stream.append(this.options.eventStore, json, final, this.appendHooks);
+    const stored = stream.append(this.options.eventStore, json, final, this.appendHooks);
+    // Storing, a stream is busy: a request stream's final frame says when it is done, a standalone one this.
+    if (this.onSettled && stream.kind === 'standalone' && stream.storing) void stored.then(this.onSettled, this.onSettled);
+    return stored;
   }
 
   private finish(stream: Stream, cancelled = false): void {
@@ -330,12 +331,13 @@ export class Session implements Transport {
     this.routes.complete(stream, this.options, cancelled);
     // The response is on the wire; a resumed or original stream of a request never lingers.
     stream.endConnection(undefined);
-    this.endIfEphemeralAndDone();
+    this.streamDone();
   }
 
-  /** A stateless request's server lives exactly as long as its one POST. */
-  private endIfEphemeralAndDone(): void {
+  /** A stream is done: a stateless request's server lives exactly as long as its one POST; a session may be idle now. */
+  private streamDone(): void {
     if (this.sessionId === undefined && this.routes.size === 0) this.terminate(undefined);
+    this.onSettled?.();
   }
 
   private finishJson(stream: Stream): void {
@@ -343,6 +345,6 @@ export class Session implements Transport {
     this.routes.complete(stream, this.options);
     if (json.messages.length === 0) json.respond(undefined);
     else json.respond(JSON.stringify(json.batch ? json.messages : json.messages[0]));
-    this.endIfEphemeralAndDone();
+    this.streamDone();
   }
 }

@@ -1,4 +1,4 @@
-import type { ClusterMessage, CoreResponder, ForwardedRequest, RestoreRecord, SessionOwner, TakeOver } from '@mcp-kit/core';
+import type { CoreResponder, ForwardedRequest, RestoreRecord, SessionOwner, SessionOwners, TakeOver } from '@mcp-kit/core';
 import { HttpForwarder, type ForwarderOptions } from '../forward.js';
 import { refusalOf, ScriptRefusal } from '../script-errors.js';
 import { CLAIM, RECLAIM, RELEASE, RELEASE_OWNED, SAVE_RECORD, TAKE_OVER } from './owner-scripts.js';
@@ -10,16 +10,15 @@ import { remember, type ClusterContext, type ClusterStrategy } from './strategy.
 /**
  * The forwarding mode (`internalUrl`): each session has an owner, the instance that answered its
  * `initialize` or took it over, named in the session's hash (`o`, `u`, `e`); the others forward
- * its requests there over HTTP. What this instance holds: the sessions it owns (checked after it
- * was away, written back after Redis lost them), the sessions a peer took over while it was away,
- * and the releases Redis has not taken yet.
+ * its requests there over HTTP (the port's `SessionOwners`). What this instance holds: the
+ * sessions it owns (checked after it was away, written back after Redis lost them), the sessions a
+ * peer took over while it was away, and the ends Redis has not taken yet.
  */
-export class Owners implements ClusterStrategy {
-  readonly shared = false;
+export class Owners implements ClusterStrategy, SessionOwners {
   /** The sessions this instance owns, with the time it took each over (`''`: it created it) and its principal (`''` none). */
   private readonly owned = new Map<string, { epoch: string; principal: string }>();
   /** Sessions taken over by another instance while this one was away, until the engine lets them go. */
-  private readonly lostHere = new Set<string>();
+  private readonly takenAway = new Set<string>();
   /** Sessions their clients deleted here whose release Redis has not taken yet (the engine tries again, and `close` once more). */
   private readonly releasing = new Set<string>();
   private readonly forwarder: HttpForwarder;
@@ -37,7 +36,13 @@ export class Owners implements ClusterStrategy {
     });
   }
 
-  async claim(sessionId: string, principal: string | undefined): Promise<void> {
+  /** An instance counts as gone `3 × heartbeatMs` after its last beat. */
+  get ownerTimeoutMs(): number {
+    return this.ctx.registry.ownerTimeoutMs;
+  }
+
+  /** A session opens here: this instance is its owner (`CLAIM`). */
+  async open(sessionId: string, principal: string | undefined): Promise<void> {
     const { client, keys, registry } = this.ctx;
     // Two slots: this instance's presence in the session's shard (whose loss says the shard may have
     // lost this instance's sessions) and the session's.
@@ -55,10 +60,10 @@ export class Owners implements ClusterStrategy {
    * instance's to delete. Rejects when Redis did not take it; the engine calls it again then, and
    * it goes on where it stopped.
    */
-  async release(sessionId: string): Promise<boolean> {
+  async end(sessionId: string): Promise<boolean> {
     // Out of `owned` at once, so no beat writes its owner record back, but still this instance's to release.
     if (this.owned.delete(sessionId)) remember(this.releasing, sessionId);
-    else if (!this.releasing.has(sessionId)) return !this.lostHere.delete(sessionId);
+    else if (!this.releasing.has(sessionId)) return !this.takenAway.delete(sessionId);
     const released =
       (await this.fenced(sessionId, (force) => RELEASE.run(this.ctx.client, [this.ctx.keys.session(sessionId), this.me, '0', force]))) ===
       1;
@@ -75,7 +80,7 @@ export class Owners implements ClusterStrategy {
   kept(): void {}
 
   /**
-   * Takes over a session whose owner is gone or handed it off, atomically (one Lua script), so of
+   * Takes over a session whose owner is gone or let it go, atomically (one Lua script), so of
    * several instances racing for it one wins and the others are told the winner.
    */
   async takeOver(sessionId: string, principal: string | undefined): Promise<TakeOver | undefined> {
@@ -146,8 +151,8 @@ export class Owners implements ClusterStrategy {
     return { record, principal };
   }
 
-  /** Lets go of a session (draining): its owner record goes, its restore record stays for the next instance. */
-  async handOff(sessionId: string): Promise<void> {
+  /** This instance let go of its copy (a drain, a cap, hibernation): its owner record goes, its record stays for the next instance. */
+  async letGo(sessionId: string): Promise<void> {
     if (!this.owned.delete(sessionId)) return;
     await RELEASE.run(this.ctx.client, [this.ctx.keys.session(sessionId), this.me, '1', '0']);
   }
@@ -158,7 +163,7 @@ export class Owners implements ClusterStrategy {
    * took over meanwhile, before any of them serves again. Rejects when Redis cannot be asked:
    * serving blind could make two servers of one session.
    */
-  confirmOwnership(): Promise<void> | undefined {
+  confirmHeld(): Promise<void> | undefined {
     const { registry } = this.ctx;
     if (!registry.stale()) return undefined;
     return registry.beatAgain();
@@ -191,15 +196,14 @@ export class Owners implements ClusterStrategy {
     return this.forwarder.forward(owner.address, request, responder);
   }
 
-  post(_to: string, _message: ClusterMessage): Promise<void> {
-    return Promise.reject(new Error('mcp-kit: a forwarding cluster has no bus (a shared cluster does)'));
+  /** Whether a forwarded-by or handed-over-by header was signed by an instance of this cluster. */
+  verifyHop(value: string, request: { method: string; sessionId: string | undefined }): boolean {
+    return this.ctx.registry.hops.verify(value, request);
   }
-
-  onMessage(): void {}
 
   taken(sessionIds: string[]): void {
     // Taken back by the instance that took them over last, after Redis lost its data (see RECLAIM).
-    for (const id of sessionIds) if (this.owned.has(id)) this.letGo(id);
+    for (const id of sessionIds) if (this.owned.has(id)) this.lose(id);
   }
 
   /**
@@ -224,7 +228,7 @@ export class Owners implements ClusterStrategy {
       );
       for (const [j, id] of batch.entries()) {
         const reply = replies[j];
-        if (reply === 0) this.letGo(id);
+        if (reply === 0) this.lose(id);
         else if (Array.isArray(reply)) {
           const taken = keys.taken(String(reply[1]));
           await client.multi().sadd(taken, id).pexpire(taken, this.ownerTtlMs).exec();
@@ -240,7 +244,7 @@ export class Owners implements ClusterStrategy {
     this.forwarder.close();
     const { client, keys, registry } = this.ctx;
     // Sessions their clients deleted here whose release did not go through yet: a last try.
-    await Promise.all([...this.releasing].map((id) => this.release(id).catch(() => {})));
+    await Promise.all([...this.releasing].map((id) => this.end(id).catch(() => {})));
     const owned = [...this.owned.keys()];
     this.owned.clear();
     for (let i = 0; i < owned.length; i += 1_000)
@@ -267,10 +271,10 @@ export class Owners implements ClusterStrategy {
     }
   }
 
-  /** Another instance owns the session now: forget it here and tell the engine, which drops its copy. */
-  private letGo(sessionId: string): void {
+  /** Another instance owns the session now: forget it here and tell the engine, which lets go of its copy. */
+  private lose(sessionId: string): void {
     this.owned.delete(sessionId);
-    remember(this.lostHere, sessionId);
+    remember(this.takenAway, sessionId);
     this.ctx.lost(sessionId);
   }
 }

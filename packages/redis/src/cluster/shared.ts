@@ -1,4 +1,4 @@
-import type { ClusterMessage, RestoreRecord, SessionOwner, TakeOver } from '@mcp-kit/core';
+import type { ClusterMessage, RestoreRecord, Restored, SessionCopies } from '@mcp-kit/core';
 import { pipelinePerNode, type KeyedCommand } from '../slots.js';
 import { BUS_MAX_ENTRIES, BUS_RETENTION_MS, SharedBus } from './bus.js';
 import { END_SHARED, SAVE_SHARED, UPDATE_SHARED, WRITE_BACK } from './copy-scripts.js';
@@ -28,14 +28,13 @@ export function applyChange(record: RestoreRecord, change: RecordChange): void {
 /**
  * The shared mode (`mode: 'shared'`, serverless): no instance owns a session; any instance serves
  * any request with its own copy, restored from the record (`r` of the session's hash), which is
- * the session. What this instance holds: the principals of sessions created here until their
+ * the session (the port's `SessionCopies`). What this instance holds: the principals of sessions created here until their
  * record is saved, the records of the copies it holds (written back if Redis loses its data:
  * nobody owns them, so nobody else would), the bus, which follows each session held here, and
  * whether it may have missed a message since it last checked its copies (a dropped subscriber
  * connection, a freeze).
  */
-export class Copies implements ClusterStrategy {
-  readonly shared = true;
+export class Copies implements ClusterStrategy, SessionCopies {
   /** The principals of sessions created here whose record is not saved yet. */
   private readonly created = new Map<string, string | null>();
   /** The records of the sessions this instance holds a copy of, as saved (and their principal, `''` none), and their TTL. */
@@ -50,6 +49,7 @@ export class Copies implements ClusterStrategy {
    */
   private busGap = false;
   private rechecking: Promise<void> | undefined;
+  private closed = false;
   /** When the last check of the held copies that went through started. */
   private recheckedAt = 0;
 
@@ -64,14 +64,14 @@ export class Copies implements ClusterStrategy {
     });
   }
 
-  async claim(sessionId: string, principal: string | undefined): Promise<void> {
+  async open(sessionId: string, principal: string | undefined): Promise<void> {
     // Nothing to own: the record, saved before the handshake's answer goes out, is the session.
     if (this.created.size >= 10_000) this.created.delete(this.created.keys().next().value!);
     this.created.set(sessionId, principal ?? null);
   }
 
-  /** The client's DELETE (the only release in a shared cluster): the session ends everywhere. */
-  async release(sessionId: string): Promise<boolean> {
+  /** The client's DELETE (the only end in shared mode): the session ends everywhere. */
+  async end(sessionId: string): Promise<boolean> {
     const { client, keys } = this.ctx;
     this.forget(sessionId);
     remember(this.releasing, sessionId);
@@ -144,7 +144,7 @@ export class Copies implements ClusterStrategy {
    * The record of a session, for a copy of it here; nothing is taken from anyone. Its inbox' last
    * message is read first, in the same round trip: what is posted from then on reaches this copy.
    */
-  async takeOver(sessionId: string, principal: string | undefined): Promise<TakeOver | undefined> {
+  async restore(sessionId: string, principal: string | undefined): Promise<Restored | undefined> {
     const { client, keys, registry } = this.ctx;
     const replies =
       (await client.pipeline().xrevrange(keys.inbox(sessionId), '+', '-', 'COUNT', 1).hmget(keys.session(sessionId), 'r', 'p').exec()) ??
@@ -173,8 +173,8 @@ export class Copies implements ClusterStrategy {
     return { record: parseRecord(record), principal: saved ?? undefined };
   }
 
-  /** A copy ended here (idle, draining, or never recorded: its initialize was refused); the session and its record live on. */
-  async handOff(sessionId: string): Promise<void> {
+  /** This instance let go of its copy (idle, draining, or never recorded: its initialize was refused); the session and its record live on. */
+  async letGo(sessionId: string): Promise<void> {
     this.forget(sessionId);
   }
 
@@ -191,7 +191,7 @@ export class Copies implements ClusterStrategy {
    * waits for the copies to be checked, at most `commandTimeoutMs` (then 503: a possibly deleted
    * session is never served). A check under way is waited for too.
    */
-  confirmOwnership(): Promise<void> | undefined {
+  confirmHeld(): Promise<void> | undefined {
     const { registry } = this.ctx;
     const now = Date.now();
     // A request served before the timer fired since a freeze finds the freeze itself.
@@ -200,19 +200,6 @@ export class Copies implements ClusterStrategy {
     const missedBeats = registry.stale() && this.recheckedAt < registry.lastBeatAt + registry.heartbeatMs * 2;
     if (this.busGap || frozen || missedBeats) return this.recheckHeld();
     return this.rechecking && this.bounded(this.rechecking);
-  }
-
-  lookupOwner(): Promise<SessionOwner | undefined> {
-    return Promise.resolve(undefined);
-  }
-
-  /** No instance can reach another; a draining one answers 503 and the client comes back elsewhere. */
-  peers(): Promise<SessionOwner[]> {
-    return Promise.resolve([]);
-  }
-
-  forward(): Promise<void> {
-    return Promise.reject(new Error('mcp-kit: a shared cluster forwards nothing (no instance reaches another)'));
   }
 
   /**
@@ -224,8 +211,9 @@ export class Copies implements ClusterStrategy {
     return this.bus.post(to, message);
   }
 
-  /** `listener` gets what other instances post here (one more Redis connection, subscribed). */
+  /** `listener` gets what other instances post here (one more Redis connection, subscribed); nothing once closed. */
   onMessage(listener: (message: ClusterMessage) => void): void {
+    if (this.closed) return;
     this.bus.listen(listener);
   }
 
@@ -249,9 +237,10 @@ export class Copies implements ClusterStrategy {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.bus.close();
     // Sessions their clients deleted here whose end did not go through yet: a last try.
-    await Promise.all([...this.releasing].map((id) => this.release(id).catch(() => {})));
+    await Promise.all([...this.releasing].map((id) => this.end(id).catch(() => {})));
   }
 
   /**

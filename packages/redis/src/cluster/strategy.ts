@@ -1,5 +1,5 @@
 import type { RedisClient } from '../client.js';
-import type { ClusterMessage, CoreResponder, ForwardedRequest, RestoreRecord, SessionOwner, TakeOver } from '@mcp-kit/core';
+import type { RestoreRecord } from '@mcp-kit/core';
 import type { Keyspace } from '../keyspace.js';
 import type { Beat, InstanceRegistry } from './registry.js';
 
@@ -8,36 +8,30 @@ export interface ClusterContext {
   readonly client: RedisClient;
   readonly keys: Keyspace;
   readonly registry: InstanceRegistry;
-  /** Tells the engine that a session is not this instance's to serve any more (see `SessionCluster.onLost`). */
+  /** Tells the engine to let go of its copy of a session: it is not this instance's to serve any more (see `SessionDirectory.onLetGo`). */
   lost(sessionId: string): void;
   /** A check before a request is served waits at most this long (then 503). */
   readonly checkTimeoutMs: number;
 }
 
-/** A change of the client to a session's record (`SessionCluster.saveRecord`). */
+/** A change of the client to a session's record (`SessionDirectory.saveRecord`). */
 export type RecordChange = { method: string; params?: Record<string, unknown> };
 
 /**
- * How the instances of one cluster mode share sessions, picked once by `RedisSessionCluster`:
- * forwarding (`Owners`: each session has an owner, the others forward to it) or shared (`Copies`:
- * any instance serves a copy restored from the record). What both need lives in the
+ * How the instances of one cluster mode keep the session directory, picked once by
+ * `RedisSessionCluster`: forwarding (`Owners`: each session has an owner, the others forward to
+ * it; they are the port's `SessionOwners` too) or shared (`Copies`: any instance serves a copy
+ * restored from the record; the port's `SessionCopies`). What both need lives in the
  * {@link ClusterContext}; nothing below this asks which mode it is in.
  */
 export interface ClusterStrategy {
-  readonly shared: boolean;
-  claim(sessionId: string, principal: string | undefined): Promise<void>;
-  release(sessionId: string): Promise<boolean>;
+  open(sessionId: string, principal: string | undefined): Promise<void>;
+  end(sessionId: string): Promise<boolean>;
   saveRecord(sessionId: string, record: RestoreRecord, ttlMs: number, change?: RecordChange): Promise<void>;
   /** The records of `sessionIds` were kept alive for `ttlMs` more. */
   kept(sessionIds: string[], ttlMs: number): void;
-  takeOver(sessionId: string, principal: string | undefined): Promise<TakeOver | undefined>;
-  handOff(sessionId: string): Promise<void>;
-  confirmOwnership(): Promise<void> | undefined;
-  lookupOwner(sessionId: string): Promise<SessionOwner | undefined>;
-  peers(): Promise<SessionOwner[]>;
-  forward(owner: SessionOwner, request: ForwardedRequest, responder: CoreResponder): Promise<void>;
-  post(to: string, message: ClusterMessage): Promise<void>;
-  onMessage(listener: (message: ClusterMessage) => void): void;
+  letGo(sessionId: string): Promise<void>;
+  confirmHeld(): Promise<void> | undefined;
   /** Sessions a peer took back after Redis lost its data (see the registry's beat). */
   taken(sessionIds: string[]): void;
   /** At each beat, once the registry's own writes went through. */
