@@ -151,18 +151,18 @@ const SHARED_OUTAGE_TESTS = [
  * On a Redis Cluster (MCP_KIT_REDIS=cluster: 3 masters and 3 replicas of redis-server
  * --cluster-enabled yes, which the instances find through REDIS_CLUSTER_NODES), in a lane of its
  * own: the cluster suites that show a session and a task outliving their instance there (resume
- * on another instance, crash, tasks) and the cluster's own faults (a master killed or paused past
+ * on another instance, crash, tasks, the rolling restart under load), Redis down 1 s, 5 s and 30 s
+ * (every node stopped), and the cluster's own faults (a master killed or paused past
  * cluster-node-timeout, a resharding under live calls); then again in a shared cluster, but the
- * resume suite (its apps' scenarios are forwarding's). The rolling restart under load and Redis
- * down 1 s, 5 s and 30 s run on one node here; on a cluster they run by hand (`MCP_KIT_REDIS=cluster
- * npx vitest run tests/cluster/rolling-restart.test.ts tests/faults/redis-outage.test.ts`, with
- * MCP_KIT_CLUSTER=shared too): with them the lane took 344 s and 190 s, twice the others' share of
- * the machine. Without them: 145 s and 81 s here (load average 7–8 from other work).
+ * resume suite (its apps' scenarios are forwarding's). Alone on this machine (load average 5–8
+ * from other work): forwarding ~320 s, shared ~220 s.
  */
 const REDIS_CLUSTER_TESTS = [
   'tests/cluster/scale-out-examples.test.ts',
   'tests/cluster/crash.test.ts',
   'tests/cluster/tasks.test.ts',
+  'tests/cluster/rolling-restart.test.ts',
+  'tests/faults/redis-outage.test.ts',
   'tests/faults/redis-cluster-failover.test.ts',
   'tests/faults/redis-cluster-reshard.test.ts',
 ];
