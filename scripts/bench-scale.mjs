@@ -4,6 +4,7 @@
 //   pnpm bench:scale --sessions 1000000    on a bigger box
 //   pnpm bench:scale --short               a few thousand sessions, well under a minute (npm test)
 // Options: --modes forward,shared  --instances 3  --clients 32  --share 0.01  --no-reference  --json <file>
+//   --hibernate-ms 0|<ms>|off (part 2's HIBERNATE_MS; `off`: only the default MAX_SESSIONS lets sessions go)
 //
 // 1. initialize/s per instance, 32 keep-alive clients (`initialize` + `notifications/initialized`),
 //    beside the SDK v1 transport's per-session routing in memory, in the same run: the bench's SDK v1
@@ -39,6 +40,8 @@ function parseArgs(argv) {
     share: 0.01,
     reference: true,
     json: undefined,
+    /** The instances' HIBERNATE_MS in part 2: `off` keeps idle sessions' servers, so only `MAX_SESSIONS` (10,000) lets sessions go. */
+    hibernate: '0',
   };
   let short = false;
   for (let i = 0; i < argv.length; i++) {
@@ -56,6 +59,7 @@ function parseArgs(argv) {
     else if (a === '--clients') args.clients = Number(next());
     else if (a === '--share') args.share = Number(next());
     else if (a === '--no-reference') args.reference = false;
+    else if (a === '--hibernate-ms') args.hibernate = next();
     else if (a === '--json') args.json = next();
     else throw new Error(`unknown argument ${a}`);
   }
@@ -315,7 +319,12 @@ async function scale(args, mode) {
   const redis = await startRedis();
   const apps = [];
   try {
-    const env = { REDIS_URL: redis.url, CLUSTER: mode, HIBERNATE_MS: '0', SESSION_TTL_MS: '3600000' };
+    const env = {
+      REDIS_URL: redis.url,
+      CLUSTER: mode,
+      SESSION_TTL_MS: '3600000',
+      ...(args.hibernate === 'off' ? {} : { HIBERNATE_MS: args.hibernate }),
+    };
     for (let i = 0; i < args.instances; i++) apps.push(await startApp(`${mode}-${i}`, env));
     const clients = apps.map((app) => new McpHttp(app.origin, { connections: Math.ceil(args.clients / apps.length) }));
     // Warm-up: each instance has answered (its first initialize builds a server, whose answer later
@@ -499,7 +508,7 @@ function report(args, rows, results) {
   }
   for (const r of results) {
     out.push(
-      `\n${r.mode}: ${fmt(r.sessions)} sessions on ${r.perInstance.length} instances (HIBERNATE_MS=0), ${r.failedInitializes} initialize failed`,
+      `\n${r.mode}: ${fmt(r.sessions)} sessions on ${r.perInstance.length} instances (HIBERNATE_MS=${args.hibernate}), ${r.failedInitializes} initialize failed`,
     );
     out.push(
       `  initialize/s, all instances       ${fmt(r.initializePerSec)} (server CPU per initialize: ${r.cpuPerInitialize.map((c) => `${fmt(c)} µs`).join(', ')})`,

@@ -191,6 +191,7 @@ describe('resolveOptions: errors', () => {
     // What a shared store looks like to the engine: not the in-memory default.
     const shared = new MemoryEventStore();
     const eventStore: EventStore = {
+      createStream: (key) => shared.createStream(key),
       append: (key, seq, frame, final) => shared.append(key, seq, frame, final),
       replayAfter: (sessionId, streamId, afterSeq) => shared.replayAfter(sessionId, streamId, afterSeq),
       deleteSession: (sessionId) => shared.deleteSession(sessionId),

@@ -114,7 +114,7 @@ function sharedStore(): EventStore & { memory: MemoryEventStore } {
   const memory = new MemoryEventStore();
   return {
     memory,
-    createStream: (key, requestIds) => memory.createStream(key, requestIds),
+    createStream: (key) => memory.createStream(key),
     append: (key, seq, frame, final) => memory.append(key, seq, frame, final),
     replayAfter: vi.fn((sessionId: string, streamId: string, afterSeq: number) => memory.replayAfter(sessionId, streamId, afterSeq)),
     deleteSession: (sessionId) => memory.deleteSession(sessionId),
@@ -206,7 +206,7 @@ describe('the verbs in forwarding mode (owners)', () => {
     const { mcp, forwards, store } = forwarding((id) => (id === 'held-by-b' ? B : undefined));
     // What B wrote of its stream: one notification, then the call's answer (final).
     const key = { sessionId: 'held-by-b', streamId: randomId() };
-    store.memory.createStream(key, [9]);
+    store.memory.createStream(key);
     store.memory.append(key, 1, messageEvent(eventId(key.streamId, 1), '{"jsonrpc":"2.0","method":"notifications/message"}'), false);
     store.memory.append(key, 2, messageEvent(eventId(key.streamId, 2), '{"jsonrpc":"2.0","id":9,"result":{}}'), true);
     const headers = { 'mcp-session-id': 'held-by-b', 'mcp-protocol-version': VERSION, 'last-event-id': eventId(key.streamId, 1) };

@@ -35,8 +35,8 @@ interface Watched {
 function watch(client: Redis | Cluster): Watched[] {
   const seen: Watched[] = [];
   let transaction: Watched | undefined;
-  const send = client.sendCommand.bind(client);
-  client.sendCommand = ((...args: Parameters<typeof send>) => {
+  const send = client.sendCommand.bind(client) as Redis['sendCommand'];
+  client.sendCommand = ((...args: Parameters<Redis['sendCommand']>) => {
     const [command] = args;
     const name = command.name.toLowerCase();
     const keys = command.getKeys().map(String);
@@ -52,7 +52,7 @@ function watch(client: Redis | Cluster): Watched[] {
       seen.push({ what, keys, slots: new Set(keys.map(keySlot)) });
     }
     return send(...args);
-  }) as typeof send;
+  }) as typeof client.sendCommand;
   return seen;
 }
 
@@ -242,7 +242,7 @@ describe.each(TOPOLOGIES)('every script and transaction touches one slot: $name'
     await b.s.cluster.end('shr-1');
     await b.s.eventStore.deleteSession('shr-1');
     // Tasks: each one's keys under its own hash tag.
-    const task: TaskRecord = { taskId: 'task-1', status: 'working', createdAt: 1, lastUpdatedAt: 1, ttlMs: 60_000, owner: 'sa' };
+    const task: TaskRecord = { taskId: 'task-1', status: 'working', createdAt: 1, lastUpdatedAt: 1, ttlMs: 60_000, owner: 'sa', principal: undefined };
     await a.s.taskStore.create(task);
     await a.s.taskStore.update('task-1', { status: 'input_required', inputRequests: { q: { method: 'elicitation/create' } } });
     await b.s.taskStore.answer('task-1', { q: { action: 'accept' } });

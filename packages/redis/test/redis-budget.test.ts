@@ -57,11 +57,11 @@ async function startInstance(redis: TestRedis, mode: ClusterMode, prefix: string
     ...(mode === 'shared' ? { mode } : { internalUrl: url }),
   });
   let sent = 0;
-  const send = scaleOut.client.sendCommand.bind(scaleOut.client);
-  scaleOut.client.sendCommand = ((...args: Parameters<typeof send>) => {
+  const send = scaleOut.client.sendCommand.bind(scaleOut.client) as Redis['sendCommand'];
+  scaleOut.client.sendCommand = ((...args: Parameters<Redis['sendCommand']>) => {
     sent++;
     return send(...args);
-  }) as typeof send;
+  }) as typeof scaleOut.client.sendCommand;
   const handler = createMcpHandler({
     server: () => createFixtureServer(),
     eventStore: scaleOut.eventStore,

@@ -218,7 +218,7 @@ describe('RedisEventStore: keys, limits and failures', () => {
       const started = Date.now();
       await expect(store.append(A, 2, frame(A, 2), false)).rejects.toThrow();
       await expect(store.replayAfter(A.sessionId, A.streamId, 0)).rejects.toThrow();
-      await expect(store.subscribe(A, 0, { frame() {}, end() {} })).rejects.toThrow();
+      await expect(store.subscribe(A, 0, { frame() {}, end() {}, closed() {} })).rejects.toThrow();
       expect(Date.now() - started).toBeLessThan(5_000);
     } finally {
       await redis.start();
