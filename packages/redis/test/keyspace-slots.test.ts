@@ -242,7 +242,15 @@ describe.each(TOPOLOGIES)('every script and transaction touches one slot: $name'
     await b.s.cluster.end('shr-1');
     await b.s.eventStore.deleteSession('shr-1');
     // Tasks: each one's keys under its own hash tag.
-    const task: TaskRecord = { taskId: 'task-1', status: 'working', createdAt: 1, lastUpdatedAt: 1, ttlMs: 60_000, owner: 'sa', principal: undefined };
+    const task: TaskRecord = {
+      taskId: 'task-1',
+      status: 'working',
+      createdAt: 1,
+      lastUpdatedAt: 1,
+      ttlMs: 60_000,
+      owner: 'sa',
+      principal: undefined,
+    };
     await a.s.taskStore.create(task);
     await a.s.taskStore.update('task-1', { status: 'input_required', inputRequests: { q: { method: 'elicitation/create' } } });
     await b.s.taskStore.answer('task-1', { q: { action: 'accept' } });
