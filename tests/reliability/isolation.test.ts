@@ -3,9 +3,8 @@
  * expired cursors replay nothing; session and event ids carry ≥ 128 random bits; a session bound
  * to a principal refuses every other one; Host/Origin allow-lists do what they say.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
 import express from 'express';
 import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -14,6 +13,7 @@ import { createMcpHandler, toFetchHandler, type McpHandler } from '@mcp-kit/core
 import { mcpExpress } from '@mcp-kit/express';
 import { mcpKoa } from '@mcp-kit/koa';
 import { adapters, type ServerUnderTest } from '@mcp-kit/testbed/adapters';
+import { serveFetch } from '@mcp-kit/testbed/fetch-runtime';
 import { LEGACY, initializeRequest, callTool } from '@mcp-kit/testbed/requests';
 import { jsonRpcError, RawSession, RawSse, send, splitId, type RawResponse } from '@mcp-kit/testbed/raw-client';
 import { ServerCounter } from '@mcp-kit/testbed/probes';
@@ -241,28 +241,6 @@ const authServers: Array<{ name: string; start(handler: McpHandler): Promise<Aut
     },
   },
 ];
-
-async function serveFetch(fetchHandler: (r: Request) => Promise<Response>, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const aborted = new AbortController();
-  res.on('close', () => aborted.abort());
-  const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
-  const request = new Request(`http://${req.headers.host}${req.url}`, {
-    method: req.method,
-    headers: req.headers as Record<string, string>,
-    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
-    signal: aborted.signal,
-    ...(hasBody ? { duplex: 'half' } : {}),
-  } as RequestInit);
-  const response = await fetchHandler(request);
-  res.writeHead(response.status, Object.fromEntries(response.headers));
-  if (!response.body) return void res.end();
-  try {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
-  } catch {
-    // The client left.
-  }
-  res.end();
-}
 
 describe.each(authServers)('session hijack: $name', (target) => {
   let server: AuthServer | undefined;

@@ -5,15 +5,15 @@
  * `mcpNextAuthMetadata`, called as `next start` calls them: a fetch `Request` per request) and the
  * bare fetch handler. Each listens on 127.0.0.1 and a free port, and is closed by the test.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
 import express from 'express';
 import Koa from 'koa';
 import { toFetchHandler, type McpHandler } from '@mcp-kit/core';
 import { mcpAuthMetadata, mcpExpress, mcpFirst } from '@mcp-kit/express';
 import { mcpKoa } from '@mcp-kit/koa';
 import { mcpNext, mcpNextAuthMetadata } from '@mcp-kit/next';
+import { serveFetch } from './fetch-runtime.js';
 
 export interface AuthTarget {
   name: string;
@@ -42,37 +42,6 @@ async function listen(
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-/**
- * Serves a node request with a fetch handler, streaming the answer, as a fetch runtime would.
- * `origin`: what `request.url` starts with (default: from the Host header).
- */
-export async function serveFetch(
-  fetchHandler: (r: Request) => Promise<Response>,
-  req: IncomingMessage,
-  res: ServerResponse,
-  origin = `http://${req.headers.host}`,
-): Promise<void> {
-  const aborted = new AbortController();
-  res.on('close', () => aborted.abort());
-  const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
-  const request = new Request(`${origin}${req.url}`, {
-    method: req.method,
-    headers: req.headers as Record<string, string>,
-    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
-    signal: aborted.signal,
-    ...(hasBody ? { duplex: 'half' } : {}),
-  } as RequestInit);
-  const response = await fetchHandler(request);
-  res.writeHead(response.status, Object.fromEntries(response.headers));
-  if (!response.body) return void res.end();
-  try {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
-  } catch {
-    // The client left.
-  }
-  res.end();
 }
 
 type Routes = Record<string, ((request: Request) => Promise<Response>) | undefined>;
