@@ -138,3 +138,26 @@ export async function freePort(): Promise<number> {
     });
   });
 }
+
+/**
+ * A server of a start could not bind the port {@link freePort} gave it: another process took it
+ * in between (npm test's lanes start servers at the same time). The start is made again on new ports.
+ */
+export class PortTaken extends Error {}
+
+/** `PortTaken` if one of `outputs` (a redis-server's log) says its port was taken, else `error`. */
+export function portTakenOr(error: unknown, outputs: Array<{ name: string; output: string }>): unknown {
+  const taken = outputs.find((o) => /Address already in use/.test(o.output));
+  return taken ? new PortTaken(`${taken.name}: its port was taken before it bound it`, { cause: error }) : error;
+}
+
+/** Runs `start` again (at most 3 times in all) while it fails with {@link PortTaken}. */
+export async function startingOnFreePorts<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (error) {
+      if (attempt >= 3 || !(error instanceof PortTaken)) throw error;
+    }
+  }
+}

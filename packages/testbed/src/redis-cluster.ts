@@ -11,7 +11,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, isRunning, startProcess, stopProcess } from './processes.js';
+import { freePort, isRunning, portTakenOr, startingOnFreePorts, startProcess, stopProcess } from './processes.js';
 import { redisCommand } from './redis-command.js';
 import { redisServerBinary, spawnRedisServer } from './redis.js';
 
@@ -138,17 +138,21 @@ export function parseClusterNodes(text: string): NodeState[] {
  * Starts `masters` masters (3) and `replicas` replicas of each (1) and creates the cluster; resolves once
  * every node reports `cluster_state:ok` and agrees on who serves every slot.
  */
-export async function startRedisCluster(
-  options: {
-    masters?: number;
-    /** Replicas of each master (default 1; 0: masters only, as a benchmark against one redis-server without replica wants). */
-    replicas?: number;
-    /** Each node keeps an append-only file (fsynced on every write): a restart comes back with what it acknowledged. */
-    appendOnly?: boolean;
-    /** More of each node's command line, at every start (e.g. `['--maxmemory', '64mb']`). */
-    args?: readonly string[];
-  } = {},
-): Promise<TestRedisCluster> {
+export function startRedisCluster(options: RedisClusterOptions = {}): Promise<TestRedisCluster> {
+  return startingOnFreePorts(() => startRedisClusterOnce(options));
+}
+
+interface RedisClusterOptions {
+  masters?: number;
+  /** Replicas of each master (default 1; 0: masters only, as a benchmark against one redis-server without replica wants). */
+  replicas?: number;
+  /** Each node keeps an append-only file (fsynced on every write): a restart comes back with what it acknowledged. */
+  appendOnly?: boolean;
+  /** More of each node's command line, at every start (e.g. `['--maxmemory', '64mb']`). */
+  args?: readonly string[];
+}
+
+async function startRedisClusterOnce(options: RedisClusterOptions): Promise<TestRedisCluster> {
   const masterCount = options.masters ?? 3;
   const replicas = options.replicas ?? 1;
   const binary = redisServerBinary();
@@ -238,7 +242,10 @@ export async function startRedisCluster(
     if (code !== 0) throw new Error(`redis-cli --cluster create exited ${code}:\n${created}\n${output()}`);
   } catch (error) {
     await close();
-    throw error;
+    throw portTakenOr(
+      error,
+      procs.map((p) => ({ name: p.node.name, output: p.output })),
+    );
   }
 
   const byPort = (port: number) => {

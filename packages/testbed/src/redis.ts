@@ -5,7 +5,7 @@
 import { spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
-import { freePort, isRunning, startedBy, startProcess, stopProcess } from './processes.js';
+import { freePort, isRunning, portTakenOr, PortTaken, startedBy, startProcess, stopProcess } from './processes.js';
 
 /** redis-server on PATH or at /usr/bin/redis-server; throws with the install command otherwise. */
 export function redisServerBinary(): string {
@@ -46,19 +46,26 @@ export interface TestRedis {
 async function waitForPort(port: number, child: ChildProcess, log: () => string): Promise<void> {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}:\n${log()}`);
-    const up = await new Promise<boolean>((resolve) => {
+    if (child.exitCode !== null)
+      throw portTakenOr(new Error(`redis-server exited with ${child.exitCode}:\n${log()}`), [{ name: 'redis-server', output: log() }]);
+    // The server answering must be this one: another redis-server may hold the port.
+    const pid = await new Promise<number | undefined>((resolve) => {
       const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.write('PING\r\n');
-        socket.once('data', (d) => {
+      let reply = '';
+      socket.once('connect', () => socket.write('INFO server\r\n'));
+      socket.on('data', (d) => {
+        reply += d.toString();
+        const found = /process_id:(\d+)/.exec(reply);
+        if (found) {
           socket.destroy();
-          resolve(d.toString().startsWith('+PONG'));
-        });
+          resolve(Number(found[1]));
+        }
       });
-      socket.once('error', () => resolve(false));
+      socket.once('error', () => resolve(undefined));
+      socket.once('close', () => resolve(undefined));
     });
-    if (up) return;
+    if (pid === child.pid) return;
+    if (pid !== undefined) throw new PortTaken(`port ${port} is another redis-server's (pid ${pid})`);
     if (Date.now() > deadline) throw new Error(`redis-server did not answer on port ${port} within 10 s:\n${log()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -72,7 +79,7 @@ async function waitForPort(port: number, child: ChildProcess, log: () => string)
  */
 export async function startRedis(options: { aofDir?: string; args?: readonly string[] } = {}): Promise<TestRedis> {
   const binary = redisServerBinary();
-  const port = await freePort();
+  let port = await freePort();
   let child: ChildProcess | undefined;
   const persistence = options.aofDir ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', options.aofDir] : ['--appendonly', 'no'];
   const stop = () => stopProcess(child, 'SIGKILL');
@@ -93,7 +100,17 @@ export async function startRedis(options: { aofDir?: string; args?: readonly str
       throw error;
     }
   };
-  await launch();
+  // A first start that lost its port to another process is made again on another; a restart
+  // keeps its port (the instances know it).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await launch();
+      break;
+    } catch (error) {
+      if (attempt >= 3 || !(error instanceof PortTaken)) throw error;
+      port = await freePort();
+    }
+  }
   return {
     url: `redis://127.0.0.1:${port}`,
     port,

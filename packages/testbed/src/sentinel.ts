@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, stopProcess } from './processes.js';
+import { freePort, portTakenOr, startingOnFreePorts, stopProcess } from './processes.js';
 import { redisCommand, type RedisReply } from './redis-command.js';
 import { redisServerBinary, spawnRedisServer } from './redis.js';
 
@@ -117,7 +117,11 @@ function fields(reply: RedisReply): Map<string, string> {
  * `down-after-milliseconds` 1000, `failover-timeout` 5000), and resolves once the replica is in
  * sync and every Sentinel knows the replica and the two other Sentinels: a failover can happen.
  */
-export async function startSentinels(options: { replicationLagMs?: number } = {}): Promise<TestSentinels> {
+export function startSentinels(options: { replicationLagMs?: number } = {}): Promise<TestSentinels> {
+  return startingOnFreePorts(() => startSentinelsOnce(options));
+}
+
+async function startSentinelsOnce(options: { replicationLagMs?: number }): Promise<TestSentinels> {
   const binary = redisServerBinary();
   const dir = mkdtempSync(join(tmpdir(), 'mcp-kit-sentinel-'));
   const procs: Proc[] = [];
@@ -229,6 +233,6 @@ export async function startSentinels(options: { replicationLagMs?: number } = {}
     };
   } catch (error) {
     await close();
-    throw error;
+    throw portTakenOr(error, procs);
   }
 }
