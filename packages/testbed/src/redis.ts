@@ -48,24 +48,25 @@ async function waitForPort(port: number, child: ChildProcess, log: () => string)
   for (;;) {
     if (child.exitCode !== null)
       throw portTakenOr(new Error(`redis-server exited with ${child.exitCode}:\n${log()}`), [{ name: 'redis-server', output: log() }]);
-    // The server answering must be this one: another redis-server may hold the port.
-    const pid = await new Promise<number | undefined>((resolve) => {
+    // Up when it answers PING (not `-LOADING` while it reads its append-only file), and the server
+    // answering must be this one: another redis-server may hold the port.
+    const answer = await new Promise<{ pong: boolean; pid: number } | undefined>((resolve) => {
       const socket = connect(port, '127.0.0.1');
       let reply = '';
-      socket.once('connect', () => socket.write('INFO server\r\n'));
+      socket.once('connect', () => socket.write('PING\r\nINFO server\r\n'));
       socket.on('data', (d) => {
         reply += d.toString();
         const found = /process_id:(\d+)/.exec(reply);
         if (found) {
           socket.destroy();
-          resolve(Number(found[1]));
+          resolve({ pong: reply.startsWith('+PONG'), pid: Number(found[1]) });
         }
       });
       socket.once('error', () => resolve(undefined));
       socket.once('close', () => resolve(undefined));
     });
-    if (pid === child.pid) return;
-    if (pid !== undefined) throw new PortTaken(`port ${port} is another redis-server's (pid ${pid})`);
+    if (answer && answer.pid !== child.pid) throw new PortTaken(`port ${port} is another redis-server's (pid ${answer.pid})`);
+    if (answer?.pong) return;
     if (Date.now() > deadline) throw new Error(`redis-server did not answer on port ${port} within 10 s:\n${log()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
