@@ -23,7 +23,7 @@ export default tseslint.config(
     },
   },
   {
-    // A reader can hold a function, and a core module, in view (issue 11's shape).
+    // A reader can hold a function, and a core module, in view.
     files: ['packages/{core,express,koa,next,redis}/src/**/*.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 80 }] },
   },
