@@ -23,6 +23,7 @@ import { keySlot } from '../src/slots.js';
 import { redisCommand } from '@mcp-kit/testbed/redis-command';
 import { startRedis } from '@mcp-kit/testbed/redis';
 import { startRedisCluster } from '@mcp-kit/testbed/redis-cluster';
+import { until } from '@mcp-kit/testbed/processes';
 
 interface Watched {
   /** The command (`EVALSHA <sha>`, or `MULTI`), its keys and their slots. */
@@ -233,7 +234,11 @@ describe.each(TOPOLOGIES)('every script and transaction touches one slot: $name'
       sessionId: 'shr-1',
       message: { jsonrpc: '2.0', method: 'notifications/cancelled' },
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await until(
+      async () => (heard.length > 0 ? true : undefined),
+      5_000,
+      () => 'the cancel posted to b never reached it',
+    );
     // A gap on b's bus, then a data loss: b checks its copies and writes its record back.
     await topology.killSubscribers();
     await topology.flushAll();

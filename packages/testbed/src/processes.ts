@@ -161,3 +161,14 @@ export async function startingOnFreePorts<T>(start: () => Promise<T>): Promise<T
     }
   }
 }
+
+/** Calls `check` every 50 ms until it returns a value other than `undefined` (a throw counts as none); throws `what()` after `timeoutMs`. */
+export async function until<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: () => string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(what());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

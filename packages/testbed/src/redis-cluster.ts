@@ -11,7 +11,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, isRunning, portTakenOr, startingOnFreePorts, startProcess, stopProcess } from './processes.js';
+import { freePort, isRunning, portTakenOr, startingOnFreePorts, startProcess, stopProcess, until } from './processes.js';
 import { redisCommand } from './redis-command.js';
 import { redisServerBinary, spawnRedisServer } from './redis.js';
 
@@ -93,18 +93,6 @@ export interface TestRedisCluster {
   output(): string;
   /** Stops every node (SIGKILL, by PID) and removes their directories. */
   close(): Promise<void>;
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: () => string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(what());
-    await sleep(50);
-  }
 }
 
 /** `CLUSTER NODES` parsed: `<id> <ip:port@bus> <flags> <master> <ping> <pong> <epoch> <link> <slot>…`. */

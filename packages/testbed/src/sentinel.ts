@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, portTakenOr, startingOnFreePorts, stopProcess } from './processes.js';
+import { freePort, portTakenOr, startingOnFreePorts, stopProcess, until } from './processes.js';
 import { redisCommand, type RedisReply } from './redis-command.js';
 import { redisServerBinary, spawnRedisServer } from './redis.js';
 
@@ -43,19 +43,6 @@ interface Proc {
   name: string;
   child: ChildProcess;
   output: string;
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Calls `check` every 50 ms until it returns a value other than `undefined`; throws `what` after `timeoutMs`. */
-async function until<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: () => string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(what());
-    await sleep(50);
-  }
 }
 
 /**
